@@ -1,0 +1,380 @@
+"""SMPL-family body models: load SMPL, SMPL-H and SMPL-X files (body joints only) and the
+open body, then compute rest joints, shaped vertices and posed vertices in numpy.
+
+Files: `.npz` read with `allow_pickle=False`, or the official `.pkl` read through a restricted
+unpickler that needs neither chumpy nor scipy. SMPL-H/SMPL-X are reduced to SMPL's 24-joint
+layout: their 22 shared body joints, plus a hand joint at the middle finger's base that takes
+over the weights of every finger (and, for SMPL-X, the jaw and eyes go to the head).
+"""
+import functools
+import io
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SmplIkError
+from .kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
+from .rotations import axis_angle_to_matrix
+from .skeleton import (
+    FIRST_FINGER_JOINT, JOINT_COUNT_TO_KIND, KIND_LABEL, MIDDLE_FINGER_OFFSET,
+    NUM_BODY_JOINTS_SHARED, NUM_JOINTS, PARENTS,
+)
+
+NUM_BETAS = 10
+OPEN_BODY_PATH = Path(__file__).resolve().parent / "body" / "open_smpl_neutral.npz"
+REQUIRED_ARRAYS = ("v_template", "shapedirs", "posedirs", "J_regressor", "weights",
+                   "kintree_table", "f")
+LANDMARK_NAMES = (
+    "nose", "reye", "leye", "rear", "lear",
+    "rthumb", "rindex", "rmiddle", "rring", "rpinky",
+    "lthumb", "lindex", "lmiddle", "lring", "lpinky",
+    "LBigToe", "LSmallToe", "LHeel", "RBigToe", "RSmallToe", "RHeel",
+)
+
+
+# --- reading files -------------------------------------------------------------------------
+
+class _ChumpyArray:
+    """Stands in for a pickled chumpy object; keeps its value array (state key 'x')."""
+
+    def __setstate__(self, state):
+        self.value = state.get("x") if isinstance(state, dict) else None
+
+
+class _SparseMatrix:
+    """Stands in for a pickled scipy.sparse CSC/CSR matrix; converts itself to dense."""
+
+    fmt = None
+
+    def __setstate__(self, state):
+        self.state = state
+
+    def to_dense(self):
+        s = self.state
+        shape = tuple(s.get("_shape") or s.get("shape"))
+        data, indices, indptr = (np.asarray(s[k]) for k in ("data", "indices", "indptr"))
+        dense = np.zeros(shape, dtype=np.float64)
+        outer = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        if self.fmt == "csc":
+            np.add.at(dense, (indices, outer), data)
+        else:
+            np.add.at(dense, (outer, indices), data)
+        return dense
+
+
+class _CSC(_SparseMatrix):
+    fmt = "csc"
+
+
+class _CSR(_SparseMatrix):
+    fmt = "csr"
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Loads official SMPL-family pickles while refusing to import anything else."""
+
+    _ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+        ("numpy", "ndarray"), ("numpy", "dtype"),
+        ("copyreg", "_reconstructor"), ("builtins", "object"),
+    }
+
+    def find_class(self, module, name):
+        if module.split(".")[0] == "chumpy":
+            return _ChumpyArray
+        if module.startswith("scipy.sparse") and name in ("csc_matrix", "csr_matrix"):
+            return _CSC if name == "csc_matrix" else _CSR
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+
+
+def _plain(value):
+    if isinstance(value, _ChumpyArray):
+        return value.value
+    if isinstance(value, _SparseMatrix):
+        return value.to_dense()
+    return value
+
+
+def read_body_arrays(path):
+    """Read the arrays of an SMPL-family file (.npz or .pkl) into a dict of numpy arrays.
+
+    Only the arrays a body model needs (and the open body's landmarks) are read; a missing
+    or unreadable file raises SmplIkError naming it.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SmplIkError(f"{path}: body model file not found")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                keys = [k for k in REQUIRED_ARRAYS + ("landmark_names", "landmark_vertex_ids",
+                                                      "gender") if k in npz.files]
+                arrays = {k: npz[k] for k in keys}
+        elif suffix == ".pkl":
+            with open(path, "rb") as fh:
+                raw = _RestrictedUnpickler(io.BytesIO(fh.read()), encoding="latin1").load()
+            if not isinstance(raw, dict):
+                raise SmplIkError(f"{path}: expected a dictionary of arrays, found {type(raw).__name__}")
+            arrays = {k: _plain(v) for k, v in raw.items() if k in REQUIRED_ARRAYS}
+        else:
+            raise SmplIkError(f"{path}: unsupported body model format {suffix!r} (use .npz or .pkl)")
+    except SmplIkError:
+        raise
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise SmplIkError(f"{path}: a required array is stored as pickled objects") from None
+        raise SmplIkError(f"{path}: not a readable body model file ({exc})") from None
+    except Exception as exc:  # zip, pickle and I/O errors all mean the same to a user
+        raise SmplIkError(f"{path}: not a readable body model file ({type(exc).__name__}: {exc})") from None
+    missing = [k for k in REQUIRED_ARRAYS if k not in arrays or arrays[k] is None]
+    if missing:
+        raise SmplIkError(f"{path}: not an SMPL-family body model; missing arrays: {', '.join(missing)}")
+    return arrays
+
+
+# --- checking and reducing to SMPL's layout ------------------------------------------------
+
+def _check_shapes(path, a):
+    def fail(name, what):
+        raise SmplIkError(f"{path}: array '{name}' {what}")
+
+    numeric = {}
+    for name in REQUIRED_ARRAYS:
+        try:
+            numeric[name] = np.asarray(a[name], dtype=np.float64 if name != "f" else np.int64)
+        except (TypeError, ValueError):
+            fail(name, "is not numeric")
+    a = numeric
+    v = a["v_template"]
+    if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4:
+        fail("v_template", f"has shape {v.shape}, expected (V, 3)")
+    nv = v.shape[0]
+    jreg = a["J_regressor"]
+    if jreg.ndim != 2 or jreg.shape[1] != nv:
+        fail("J_regressor", f"has shape {jreg.shape}, expected (joints, {nv})")
+    nj = jreg.shape[0]
+    if nj not in JOINT_COUNT_TO_KIND:
+        fail("J_regressor", f"has {nj} joints; SMPL has 24, SMPL-H 52, SMPL-X 55")
+    expected = {
+        "weights": (nv, nj), "kintree_table": (2, nj),
+        "posedirs": (nv, 3, (nj - 1) * 9),
+    }
+    for name, shape in expected.items():
+        if a[name].shape != shape:
+            fail(name, f"has shape {a[name].shape}, expected {shape}")
+    sd = a["shapedirs"]
+    if sd.ndim != 3 or sd.shape[:2] != (nv, 3) or sd.shape[2] < 1:
+        fail("shapedirs", f"has shape {sd.shape}, expected ({nv}, 3, betas)")
+    f = a["f"]
+    if f.ndim != 2 or f.shape[1] != 3 or f.size == 0:
+        fail("f", f"has shape {f.shape}, expected (faces, 3)")
+    if f.min() < 0 or f.max() >= nv:
+        fail("f", f"indexes vertices outside 0..{nv - 1}")
+    for name in ("v_template", "shapedirs", "posedirs", "J_regressor", "weights"):
+        if not np.all(np.isfinite(a[name])):
+            fail(name, "contains NaN or infinite values")
+    parents = a["kintree_table"][0].astype(np.int64)
+    if list(parents[1:NUM_BODY_JOINTS_SHARED]) != list(PARENTS[1:NUM_BODY_JOINTS_SHARED]):
+        fail("kintree_table", "does not have the SMPL body's joint hierarchy")
+    return a, JOINT_COUNT_TO_KIND[nj]
+
+
+def _reduce_to_smpl(a, kind):
+    """Map an SMPL-H/SMPL-X model's arrays onto SMPL's 24 joints (body only)."""
+    if kind == "smpl":
+        return a["J_regressor"], a["weights"], a["posedirs"]
+    jreg, w = a["J_regressor"], a["weights"]
+    nv = w.shape[0]
+    first_left, first_right = FIRST_FINGER_JOINT[kind]
+    new_jreg = np.zeros((NUM_JOINTS, nv))
+    new_jreg[:22] = jreg[:22]
+    new_jreg[22] = jreg[first_left + MIDDLE_FINGER_OFFSET]
+    new_jreg[23] = jreg[first_right + MIDDLE_FINGER_OFFSET]
+    new_w = np.zeros((nv, NUM_JOINTS))
+    new_w[:, :22] = w[:, :22]
+    new_w[:, 22] = w[:, first_left:first_left + 15].sum(1)
+    new_w[:, 23] = w[:, first_right:first_right + 15].sum(1)
+    if kind == "smplx":  # jaw and eyes ride on the head
+        new_w[:, 15] += w[:, 22:25].sum(1)
+    # Pose correctives of the 21 shared non-root joints; the hand joints get none (flat hands).
+    posedirs = np.zeros((nv, 3, (NUM_JOINTS - 1) * 9))
+    posedirs[:, :, :21 * 9] = a["posedirs"][:, :, :21 * 9]
+    return new_jreg, new_w, posedirs
+
+
+@dataclass(frozen=True)
+class BodyOutput:
+    """Posed body: vertices (..., V, 3) and joints (..., 24, 3), metres, body frame."""
+
+    vertices: np.ndarray
+    joints: np.ndarray
+
+
+class BodyModel:
+    """An SMPL-layout body (24 joints, 10 betas) in the body's own frame (SMPL: Y up, +Z front).
+
+    Construct with `BodyModel.from_file(path)` or `load_body_model()` (cached).
+    """
+
+    def __init__(self, *, path, kind, v_template, shapedirs, posedirs, J_regressor, weights,
+                 faces, landmarks=None, gender="neutral"):
+        self.path = Path(path)
+        self.kind = kind                      # what the file was: smpl, smplh or smplx
+        self.gender = gender
+        self.v_template = v_template          # (V, 3)
+        self.shapedirs = shapedirs            # (V, 3, 10)
+        self.posedirs = posedirs              # (V, 3, 207) or None when all zero
+        self.J_regressor = J_regressor        # (24, V)
+        self.weights = weights                # (V, 24)
+        self.faces = faces                    # (F, 3) int
+        self.landmarks = dict(landmarks or {})  # name -> vertex index
+        self.parents = PARENTS
+        self._j_template = J_regressor @ v_template                      # (24, 3)
+        self._j_shapedirs = np.einsum("jv,vcb->jcb", J_regressor, shapedirs)  # (24, 3, 10)
+
+    @property
+    def label(self):
+        if self.path == OPEN_BODY_PATH:
+            return "Open body (neutral)"
+        return f"{KIND_LABEL[self.kind]} {self.gender} ({self.path.name})"
+
+    @property
+    def num_vertices(self):
+        return self.v_template.shape[0]
+
+    @classmethod
+    def from_file(cls, path, expect=None):
+        """Load an SMPL-family file. `expect` ('smpl', 'smplh', 'smplx') rejects other kinds."""
+        path = Path(path)
+        arrays = read_body_arrays(path)
+        a, kind = _check_shapes(path, arrays)
+        if expect is not None and kind != expect:
+            raise SmplIkError(
+                f"{path}: this is an {KIND_LABEL[kind]} model "
+                f"({a['J_regressor'].shape[0]} joints) but an {KIND_LABEL[expect]} model was expected"
+            )
+        jreg, weights, posedirs = _reduce_to_smpl(a, kind)
+        shapedirs = a["shapedirs"][:, :, :NUM_BETAS]
+        if shapedirs.shape[2] < NUM_BETAS:  # fewer components: the rest are zero
+            pad = np.zeros(shapedirs.shape[:2] + (NUM_BETAS - shapedirs.shape[2],))
+            shapedirs = np.concatenate([shapedirs, pad], axis=2)
+        landmarks = {}
+        if "landmark_names" in arrays and "landmark_vertex_ids" in arrays:
+            landmarks = {str(n): int(i) for n, i in
+                         zip(arrays["landmark_names"], arrays["landmark_vertex_ids"])}
+        gender = str(arrays["gender"]) if "gender" in arrays else _gender_from_name(path)
+        return cls(
+            path=path, kind=kind, v_template=a["v_template"], shapedirs=shapedirs,
+            posedirs=None if not np.any(posedirs) else posedirs, J_regressor=jreg,
+            weights=weights, faces=a["f"].astype(np.int64), landmarks=landmarks, gender=gender,
+        )
+
+    # --- evaluation ---------------------------------------------------------------------
+    def _betas(self, betas):
+        betas = np.asarray(betas, dtype=np.float64)
+        if betas.shape[-1:] != (NUM_BETAS,):
+            raise SmplIkError(f"betas must have {NUM_BETAS} values in the last axis, got shape {betas.shape}")
+        bad = ~np.isfinite(betas)
+        if bad.any():
+            idx = int(np.argwhere(bad.reshape(-1, NUM_BETAS))[0][1])
+            raise SmplIkError(f"betas must be finite numbers; beta {idx} is {betas.reshape(-1, NUM_BETAS)[bad.reshape(-1, NUM_BETAS)][0]}")
+        return betas
+
+    def joints(self, betas):
+        """Rest joint positions (..., 24, 3) for betas (..., 10)."""
+        betas = self._betas(betas)
+        return self._j_template + np.einsum("jcb,...b->...jc", self._j_shapedirs, betas)
+
+    def shaped_vertices(self, betas):
+        """Rest-pose vertices (..., V, 3) for betas (..., 10)."""
+        betas = self._betas(betas)
+        return self.v_template + np.einsum("vcb,...b->...vc", self.shapedirs, betas)
+
+    def forward(self, betas, pose, trans=None):
+        """Pose the body.
+
+        betas: (..., 10); pose: axis-angle (..., 72) or (..., 24, 3), root first, or
+        rotation matrices (..., 24, 3, 3); trans: optional (..., 3) metres.
+        Returns BodyOutput with posed vertices (..., V, 3) and joints (..., 24, 3).
+        """
+        rot = pose_to_matrices(pose)
+        v_shaped = self.shaped_vertices(betas)
+        rest = self.joints(betas)
+        if self.posedirs is not None:
+            eye = np.eye(3)
+            feature = (rot[..., 1:, :, :] - eye).reshape(rot.shape[:-3] + (-1,))
+            v_shaped = v_shaped + np.einsum("vcp,...p->...vc", self.posedirs, feature)
+        fk = forward_kinematics(rot, rest, self.parents, trans)
+        r, t = skinning_transforms(fk, rest)
+        verts = linear_blend_skinning(v_shaped, self.weights, r, t)
+        return BodyOutput(vertices=verts, joints=fk.positions)
+
+    def vertices(self, betas, pose, trans=None):
+        """Posed vertices (..., V, 3); see `forward`."""
+        return self.forward(betas, pose, trans).vertices
+
+
+def pose_to_matrices(pose):
+    """Axis-angle (..., 72) / (..., 24, 3) or matrices (..., 24, 3, 3) to (..., 24, 3, 3)."""
+    pose = np.asarray(pose, dtype=np.float64)
+    if pose.shape[-2:] == (3, 3) and pose.ndim >= 3 and pose.shape[-3] == NUM_JOINTS:
+        rot = pose
+    elif pose.shape[-1:] == (NUM_JOINTS * 3,):
+        rot = axis_angle_to_matrix(pose.reshape(pose.shape[:-1] + (NUM_JOINTS, 3)))
+    elif pose.shape[-2:] == (NUM_JOINTS, 3):
+        rot = axis_angle_to_matrix(pose)
+    else:
+        raise SmplIkError(f"pose must be (..., 72), (..., 24, 3) or (..., 24, 3, 3); got shape {pose.shape}")
+    if not np.all(np.isfinite(rot)):
+        raise SmplIkError("pose contains NaN or infinite values")
+    return rot
+
+
+def _gender_from_name(path):
+    name = path.name.lower()
+    for g in ("female", "male", "neutral"):
+        if g in name:
+            return g
+    return "neutral"
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(path, mtime_ns, expect):
+    return BodyModel.from_file(path, expect)
+
+
+def load_body_model(path=None, expect=None):
+    """Cached `BodyModel.from_file`; `path=None` is the shipped open body.
+
+    A file that changed on disk is read again.
+    """
+    path = Path(path) if path else OPEN_BODY_PATH
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        raise SmplIkError(f"{path}: body model file not found") from None
+    return _cached(path.resolve(), mtime, expect)
+
+
+def smplx_arguments(path=None):
+    """Keyword arguments that make `smplx.SMPL(**args)` run an `.npz` body such as the open body.
+
+    smplx's constructor only unpickles a path, so the arrays are passed as its data_struct,
+    with the body's own landmark vertices as `vertex_ids`.
+    """
+    from smplx.utils import Struct  # imported here: smplx is a test/script dependency only
+
+    path = Path(path) if path else OPEN_BODY_PATH
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    if "landmark_names" not in arrays:
+        raise SmplIkError(f"{path}: has no landmark vertices; smplx needs them as vertex_ids")
+    vertex_ids = {str(n): int(i) for n, i in zip(arrays["landmark_names"], arrays["landmark_vertex_ids"])}
+    return {"model_path": str(path), "data_struct": Struct(**arrays), "vertex_ids": vertex_ids}

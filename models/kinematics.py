@@ -1,0 +1,66 @@
+"""Batched forward kinematics and linear blend skinning, as pure numpy functions.
+
+Frames: `local_rot[j]` rotates joint j's children in its parent's frame; with SMPL's rest
+orientation (identity for every joint) the rest pose is `local_rot = I`. Positions in metres,
+in the body's frame (SMPL: Y up, facing +Z).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FKResult:
+    """Forward-kinematics output: world rotations (..., J, 3, 3), joint positions (..., J, 3)."""
+
+    rotations: np.ndarray
+    positions: np.ndarray
+
+
+def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
+    """Pose a skeleton.
+
+    local_rot: (..., J, 3, 3) local joint rotations; rest_joints: (..., J, 3) rest positions;
+    parents: length-J sequence with parents[j] < j and -1 for the root;
+    root_trans: optional (..., 3) added to every joint (SMPL's `trans`).
+    Returns FKResult with world rotations and posed joint positions.
+    """
+    local_rot = np.asarray(local_rot)
+    rest_joints = np.asarray(rest_joints)
+    batch = np.broadcast_shapes(local_rot.shape[:-3], rest_joints.shape[:-2])
+    local_rot = np.broadcast_to(local_rot, batch + local_rot.shape[-3:])
+    rest_joints = np.broadcast_to(rest_joints, batch + rest_joints.shape[-2:])
+    n = len(parents)
+    rots = np.empty(batch + (n, 3, 3), dtype=np.result_type(local_rot, rest_joints))
+    pos = np.empty(batch + (n, 3), dtype=rots.dtype)
+    rots[..., 0, :, :] = local_rot[..., 0, :, :]
+    pos[..., 0, :] = rest_joints[..., 0, :]
+    for j in range(1, n):
+        p = parents[j]
+        rots[..., j, :, :] = rots[..., p, :, :] @ local_rot[..., j, :, :]
+        offset = rest_joints[..., j, :] - rest_joints[..., p, :]
+        pos[..., j, :] = pos[..., p, :] + np.einsum("...ab,...b->...a", rots[..., p, :, :], offset)
+    if root_trans is not None:
+        pos = pos + np.asarray(root_trans)[..., None, :]
+    return FKResult(rotations=rots, positions=pos)
+
+
+def skinning_transforms(fk, rest_joints):
+    """Per-joint rigid transforms that take rest-pose points to posed points.
+
+    Returns (rotations (..., J, 3, 3), translations (..., J, 3)) with
+    posed = R_j @ rest + t_j, i.e. t_j = p_j - R_j @ rest_j.
+    """
+    t = fk.positions - np.einsum("...jab,...jb->...ja", fk.rotations, np.asarray(rest_joints))
+    return fk.rotations, t
+
+
+def linear_blend_skinning(vertices, weights, rotations, translations):
+    """Blend per-joint rigid transforms over vertices.
+
+    vertices: (..., V, 3) rest (shaped) vertices; weights: (V, J), rows sum to 1;
+    rotations: (..., J, 3, 3); translations: (..., J, 3). Returns (..., V, 3).
+    """
+    blended_r = np.einsum("vj,...jab->...vab", weights, rotations)
+    blended_t = np.einsum("vj,...ja->...va", weights, translations)
+    return np.einsum("...vab,...vb->...va", blended_r, vertices) + blended_t

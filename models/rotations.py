@@ -1,0 +1,127 @@
+"""Rotation conversions in numpy: axis-angle, matrix, quaternion (w first) and 6D.
+
+Conventions: rotation matrices act on column vectors (v' = R v); quaternions are (w, x, y, z)
+with w >= 0 on output; axis-angle is the rotation vector (unit axis times angle in radians,
+angle in [0, pi]); 6D is the first two columns of the matrix, stored as
+(r00, r10, r20, r01, r11, r21). Every function accepts any leading batch dimensions and keeps
+the input's float dtype.
+"""
+import numpy as np
+
+_EPS = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
+
+
+def _float(x):
+    x = np.asarray(x)
+    return x if x.dtype in (np.float32, np.float64) else x.astype(np.float64)
+
+
+def _eps(x):
+    return _EPS[x.dtype]
+
+
+def axis_angle_to_quat_wxyz(aa):
+    """(..., 3) rotation vectors to (..., 4) unit quaternions (w, x, y, z)."""
+    aa = _float(aa)
+    angle = np.linalg.norm(aa, axis=-1, keepdims=True)
+    half = 0.5 * angle
+    small = angle < 1e-4
+    # sin(a/2)/a with its Taylor series near zero, so tiny rotations stay exact.
+    safe = np.where(small, 1.0, angle)
+    k = np.where(small, 0.5 - angle**2 / 48.0, np.sin(half) / safe)
+    return np.concatenate([np.cos(half), aa * k], axis=-1).astype(aa.dtype)
+
+
+def quat_wxyz_to_axis_angle(q):
+    """(..., 4) quaternions (w, x, y, z; need not be unit) to (..., 3) rotation vectors."""
+    q = _float(q)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    q = np.where(q[..., :1] < 0, -q, q)  # shortest rotation: angle in [0, pi]
+    xyz = q[..., 1:]
+    s = np.linalg.norm(xyz, axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    small = s < 1e-6
+    k = np.where(small, 2.0 / np.maximum(q[..., :1], _eps(q)), angle / np.where(small, 1.0, s))
+    return (xyz * k).astype(q.dtype)
+
+
+def quat_wxyz_to_matrix(q):
+    """(..., 4) quaternions (w, x, y, z; normalised here) to (..., 3, 3) rotation matrices."""
+    q = _float(q)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    m = np.stack([
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    ], axis=-1)
+    return m.reshape(q.shape[:-1] + (3, 3))
+
+
+def matrix_to_quat_wxyz(m):
+    """(..., 3, 3) rotation matrices to (..., 4) unit quaternions (w, x, y, z), w >= 0.
+
+    Shepperd's method: pick the largest of the four squared components for stability.
+    """
+    m = _float(m)
+    m00, m01, m02 = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    m10, m11, m12 = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    m20, m21, m22 = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    tr = m00 + m11 + m22
+    cand = np.stack([
+        np.stack([1 + tr, m21 - m12, m02 - m20, m10 - m01], -1),
+        np.stack([m21 - m12, 1 + m00 - m11 - m22, m01 + m10, m02 + m20], -1),
+        np.stack([m02 - m20, m01 + m10, 1 - m00 + m11 - m22, m12 + m21], -1),
+        np.stack([m10 - m01, m02 + m20, m12 + m21, 1 - m00 - m11 + m22], -1),
+    ], axis=-2)  # (..., 4, 4): row i is 4*q_i*q scaled, best when q_i is largest
+    best = np.argmax(np.stack([tr, m00, m11, m22], -1), axis=-1)
+    q = np.take_along_axis(cand, best[..., None, None], axis=-2)[..., 0, :]
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0, -q, q)
+
+
+def axis_angle_to_matrix(aa):
+    """(..., 3) rotation vectors to (..., 3, 3) rotation matrices."""
+    return quat_wxyz_to_matrix(axis_angle_to_quat_wxyz(aa))
+
+
+def matrix_to_axis_angle(m):
+    """(..., 3, 3) rotation matrices to (..., 3) rotation vectors (angle in [0, pi])."""
+    return quat_wxyz_to_axis_angle(matrix_to_quat_wxyz(m))
+
+
+def matrix_to_rot6d(m):
+    """(..., 3, 3) rotation matrices to (..., 6): first column then second column."""
+    m = _float(m)
+    return np.concatenate([m[..., :, 0], m[..., :, 1]], axis=-1)
+
+
+def rot6d_to_matrix(d6):
+    """(..., 6) to (..., 3, 3) by Gram-Schmidt; any two independent columns give a rotation."""
+    d6 = _float(d6)
+    a, b = d6[..., :3], d6[..., 3:]
+    x = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), _eps(d6))
+    b = b - np.sum(x * b, axis=-1, keepdims=True) * x
+    y = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), _eps(d6))
+    z = np.cross(x, y)
+    return np.stack([x, y, z], axis=-1)
+
+
+def quat_wxyz_multiply(a, b):
+    """Hamilton product a * b of (..., 4) quaternions (w, x, y, z): rotate by b, then a."""
+    a, b = _float(a), _float(b)
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def geodesic_angle(m1, m2):
+    """Angle in radians of the relative rotation between (..., 3, 3) matrices m1 and m2."""
+    rel = np.swapaxes(_float(m1), -1, -2) @ _float(m2)
+    cos = (np.trace(rel, axis1=-2, axis2=-1) - 1.0) * 0.5
+    return np.arccos(np.clip(cos, -1.0, 1.0))

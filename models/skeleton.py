@@ -1,0 +1,36 @@
+"""The SMPL kinematic tree: 24 joint names (smplx's spelling) and parents, defined once."""
+
+JOINT_NAMES = (
+    "pelvis", "left_hip", "right_hip", "spine1", "left_knee", "right_knee",
+    "spine2", "left_ankle", "right_ankle", "spine3", "left_foot", "right_foot",
+    "neck", "left_collar", "right_collar", "head", "left_shoulder", "right_shoulder",
+    "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_hand", "right_hand",
+)
+
+# parents[j] < j for every joint but the root, so a forward pass in index order is valid.
+PARENTS = (
+    -1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17, 18, 19, 20, 21,
+)
+
+NUM_JOINTS = len(JOINT_NAMES)
+JOINT_INDEX = {name: i for i, name in enumerate(JOINT_NAMES)}
+
+# SMPL-H and SMPL-X share SMPL's first 22 joints; their hands are finger chains ordered
+# index, middle, pinky, ring, thumb (three joints each) starting at these indices.
+NUM_BODY_JOINTS_SHARED = 22
+FIRST_FINGER_JOINT = {"smplh": (22, 37), "smplx": (25, 40)}
+MIDDLE_FINGER_OFFSET = 3  # middle1 is the 4th joint of a hand's chain: SMPL's "hand" joint
+JOINT_COUNT_TO_KIND = {24: "smpl", 52: "smplh", 55: "smplx"}
+KIND_LABEL = {"smpl": "SMPL", "smplh": "SMPL-H", "smplx": "SMPL-X"}
+
+
+def joint_index(name):
+    """Index of an SMPL joint by name; raises SmplIkError listing valid names otherwise."""
+    from .errors import SmplIkError
+
+    try:
+        return JOINT_INDEX[name]
+    except KeyError:
+        raise SmplIkError(
+            f"unknown SMPL joint {name!r}; valid joints: {', '.join(JOINT_NAMES)}"
+        ) from None

