@@ -80,10 +80,14 @@ class _RestrictedUnpickler(pickle.Unpickler):
         ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
         ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
         ("numpy", "ndarray"), ("numpy", "dtype"),
-        ("copyreg", "_reconstructor"), ("builtins", "object"),
+        ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("builtins", "object"),
+        ("builtins", "set"), ("builtins", "frozenset"),
+        ("_codecs", "encode"),  # how protocol-2 pickles written by Python 3 store bytes
     }
+    _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
 
     def find_class(self, module, name):
+        module = self._PY2_MODULES.get(module, module)
         if module.split(".")[0] == "chumpy":
             return _ChumpyArray
         if module.startswith("scipy.sparse") and name in ("csc_matrix", "csr_matrix"):
@@ -324,6 +328,8 @@ class BodyModel:
 def pose_to_matrices(pose):
     """Axis-angle (..., 72) / (..., 24, 3) or matrices (..., 24, 3, 3) to (..., 24, 3, 3)."""
     pose = np.asarray(pose, dtype=np.float64)
+    if not np.all(np.isfinite(pose)):
+        raise SmplIkError("pose contains NaN or infinite values")
     if pose.shape[-2:] == (3, 3) and pose.ndim >= 3 and pose.shape[-3] == NUM_JOINTS:
         rot = pose
     elif pose.shape[-1:] == (NUM_JOINTS * 3,):
@@ -332,8 +338,6 @@ def pose_to_matrices(pose):
         rot = axis_angle_to_matrix(pose)
     else:
         raise SmplIkError(f"pose must be (..., 72), (..., 24, 3) or (..., 24, 3, 3); got shape {pose.shape}")
-    if not np.all(np.isfinite(rot)):
-        raise SmplIkError("pose contains NaN or infinite values")
     return rot
 
 

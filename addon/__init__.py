@@ -1,0 +1,17 @@
+"""The bpy layer of SMPL-IK: preferences, properties, operators and panels.
+
+Modules register in order and unregister in reverse.
+"""
+from . import operators, panels, preferences, properties
+
+_modules = (preferences, properties, operators, panels)
+
+
+def register():
+    for module in _modules:
+        module.register()
+
+
+def unregister():
+    for module in reversed(_modules):
+        module.unregister()

@@ -1,0 +1,149 @@
+"""Blender objects of an SMPL-IK body: an armature (24 bones named as SMPL's joints) with a
+skinned mesh child (a vertex group per joint, an Armature modifier, a shape key per beta).
+
+Shape changes move the shape keys and the bones' rest positions; bone rest frames never
+change, so the pose bones' rotations keep meaning the same SMPL pose.
+"""
+import contextlib
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ..models.body_model import NUM_BETAS, load_body_model
+from ..models.errors import SmplIkError
+from ..models.skeleton import JOINT_NAMES, PARENTS
+from . import bridge
+
+SHAPE_KEY_PREFIX = "beta_"
+SHAPE_KEY_RANGE = 10.0
+
+
+def is_body(obj):
+    return obj is not None and obj.type == "ARMATURE" and obj.smpl_ik.is_body
+
+
+def body_of(obj):
+    """The SMPL-IK armature for an object: itself, or the armature parenting its mesh."""
+    if is_body(obj):
+        return obj
+    if obj is not None and is_body(obj.parent):
+        return obj.parent
+    return None
+
+
+def body_model_of(arm_obj):
+    return load_body_model(arm_obj.smpl_ik.body_path or None)
+
+
+@contextlib.contextmanager
+def edit_bones(context, arm_obj):
+    """Yield the armature's edit bones, restoring the active object and mode afterwards."""
+    view_layer = context.view_layer
+    previous_active = view_layer.objects.active
+    previous_mode = arm_obj.mode
+    if context.mode != "OBJECT" and previous_active is not arm_obj:
+        bpy.ops.object.mode_set(mode="OBJECT")
+    view_layer.objects.active = arm_obj
+    hidden = arm_obj.hide_get(), arm_obj.hide_viewport
+    arm_obj.hide_set(False)
+    arm_obj.hide_viewport = False
+    with context.temp_override(active_object=arm_obj, object=arm_obj):
+        bpy.ops.object.mode_set(mode="EDIT")
+        try:
+            yield arm_obj.data.edit_bones
+        finally:
+            bpy.ops.object.mode_set(mode=previous_mode if previous_mode != "EDIT" else "OBJECT")
+    arm_obj.hide_set(hidden[0])
+    arm_obj.hide_viewport = hidden[1]
+    view_layer.objects.active = previous_active
+
+
+def _place_bones(ebones, joints_blender, frames):
+    lengths = bridge.bone_lengths(joints_blender, frames)
+    for j, name in enumerate(JOINT_NAMES):
+        eb = ebones[name]
+        m = Matrix.Identity(4)
+        for r in range(3):
+            for c in range(3):
+                m[r][c] = frames[j][r, c]
+            m[r][3] = joints_blender[j][r]
+        eb.matrix = m
+        eb.length = lengths[j]
+
+
+def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0, 0.0, 0.0)):
+    """Add an armature + skinned mesh for `body` (a BodyModel) and return the armature.
+
+    Everything that can fail (reading the body file) happens before this is called, so a
+    failure leaves the scene untouched.
+    """
+    joints = bridge.to_blender(body.joints(np.zeros(NUM_BETAS)))
+    frames = bridge.bone_frames(joints)
+
+    arm_data = bpy.data.armatures.new(name)
+    arm_data.display_type = "OCTAHEDRAL"
+    arm_obj = bpy.data.objects.new(name, arm_data)
+    arm_obj.location = location
+    arm_obj.show_in_front = True
+    context.collection.objects.link(arm_obj)
+    with edit_bones(context, arm_obj) as ebones:
+        for name_j in JOINT_NAMES:
+            ebones.new(name_j).use_deform = True
+        for j, name_j in enumerate(JOINT_NAMES):
+            if PARENTS[j] >= 0:
+                ebones[name_j].parent = ebones[JOINT_NAMES[PARENTS[j]]]
+        _place_bones(ebones, joints, frames)
+    for pb in arm_obj.pose.bones:
+        pb.rotation_mode = "QUATERNION"
+
+    mesh = bpy.data.meshes.new(f"{name} mesh")
+    mesh.from_pydata(bridge.to_blender(body.v_template).tolist(), [], body.faces.tolist())
+    mesh.shade_smooth()
+    mesh_obj = bpy.data.objects.new(f"{name} mesh", mesh)
+    context.collection.objects.link(mesh_obj)
+    mesh_obj.parent = arm_obj
+    bridge.set_vertex_weights(mesh_obj, body.weights)
+    mesh_obj.shape_key_add(name="Basis", from_mix=False)
+    for k in range(NUM_BETAS):
+        key = mesh_obj.shape_key_add(name=f"{SHAPE_KEY_PREFIX}{k:02d}", from_mix=False)
+        key.slider_min, key.slider_max = -SHAPE_KEY_RANGE, SHAPE_KEY_RANGE
+        bridge.set_shape_key_coords(key, bridge.to_blender(body.v_template + body.shapedirs[:, :, k]))
+    modifier = mesh_obj.modifiers.new("Armature", "ARMATURE")
+    modifier.object = arm_obj
+
+    props = arm_obj.smpl_ik
+    props.is_body = True
+    props.body_path = body_path
+    props.mesh = mesh_obj
+    props.applied_betas = [0.0] * NUM_BETAS
+    return arm_obj
+
+
+def apply_shape(context, arm_obj):
+    """Move the mesh (shape keys) and the bones' rest positions to `arm_obj.smpl_ik.betas`.
+
+    Non-finite or out-of-range betas are refused: the previous shape is restored and
+    SmplIkError raised with a message for the artist.
+    """
+    props = arm_obj.smpl_ik
+    betas = np.array(props.betas[:], dtype=np.float64)
+    bad = np.nonzero(~np.isfinite(betas) | (np.abs(betas) > SHAPE_KEY_RANGE))[0]
+    if len(bad):
+        props.betas = props.applied_betas[:]  # the update this triggers sees good values
+        raise SmplIkError(
+            f"beta {bad[0]} must be a number between -{SHAPE_KEY_RANGE:g} and {SHAPE_KEY_RANGE:g} "
+            f"(got {betas[bad[0]]}); the shape was left as it was")
+    body = body_model_of(arm_obj)
+    mesh_obj = props.mesh
+    if mesh_obj is not None and mesh_obj.data.shape_keys is not None:
+        blocks = mesh_obj.data.shape_keys.key_blocks
+        for k, value in enumerate(betas):
+            block = blocks.get(f"{SHAPE_KEY_PREFIX}{k:02d}")
+            if block is not None:
+                block.value = value
+    joints = bridge.to_blender(body.joints(betas))
+    frames = bridge.rest_frames(arm_obj)
+    with edit_bones(context, arm_obj) as ebones:
+        _place_bones(ebones, joints, frames)
+    props.applied_betas = betas.tolist()

@@ -1,0 +1,156 @@
+"""The one bridge between Blender data and numpy arrays.
+
+It owns the axis change (SMPL: Y up, facing +Z; Blender: Z up, facing -Y), the quaternion
+order (Blender's w, x, y, z) and the bones' rest frames, and moves data in bulk with
+foreach_get / foreach_set. Nothing else in the add-on converts.
+"""
+import numpy as np
+
+from ..models.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from ..models.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+
+# Blender from SMPL: +90 degrees about X (SMPL's up Y becomes Z, its front +Z becomes -Y).
+BLENDER_FROM_SMPL = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+
+# The child each bone points at (a bone's tail) and the length of leaf bones, in metres.
+_TAIL_CHILD = {0: 3, 9: 12}
+_LEAF_LENGTH = {"head": 0.2, "left_foot": 0.06, "right_foot": 0.06,
+                "left_hand": 0.08, "right_hand": 0.08}
+_LEAF_DIRECTION = {"head": (0, 0, 1), "left_foot": (0, -1, 0), "right_foot": (0, -1, 0),
+                   "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}
+
+
+def to_blender(points):
+    """(..., 3) SMPL-frame points or directions to Blender's frame."""
+    return np.asarray(points) @ BLENDER_FROM_SMPL.T
+
+
+def from_blender(points):
+    """(..., 3) Blender-frame points or directions to SMPL's frame."""
+    return np.asarray(points) @ BLENDER_FROM_SMPL
+
+
+def _child(j):
+    if j in _TAIL_CHILD:
+        return _TAIL_CHILD[j]
+    kids = [k for k in range(NUM_JOINTS) if PARENTS[k] == j]
+    return kids[0] if kids else None
+
+
+def _snap(direction):
+    axis = np.zeros(3)
+    k = int(np.argmax(np.abs(direction)))
+    axis[k] = np.sign(direction[k])
+    return axis
+
+
+def bone_frames(rest_joints_blender):
+    """Rest frames (24, 3, 3) of the bones, columns = bone X, Y, Z axes in armature space.
+
+    Each bone points (Y) along the world axis nearest to its child, so frames do not change
+    with body shape and a pose stays the same pose when betas change.
+    """
+    frames = np.zeros((NUM_JOINTS, 3, 3))
+    for j, name in enumerate(JOINT_NAMES):
+        child = _child(j)
+        if child is None:
+            y = np.array(_LEAF_DIRECTION[name], dtype=float)
+        else:
+            y = _snap(rest_joints_blender[child] - rest_joints_blender[j])
+        z = np.array([0.0, -1.0, 0.0]) if abs(y[1]) < 0.5 else np.array([0.0, 0.0, 1.0])
+        x = np.cross(y, z)
+        frames[j] = np.stack([x, y, np.cross(x, y)], axis=1)
+    return frames
+
+
+def bone_lengths(rest_joints_blender, frames):
+    """Length of each bone along its Y axis: to its child's joint, or a fixed leaf length."""
+    out = np.zeros(NUM_JOINTS)
+    for j, name in enumerate(JOINT_NAMES):
+        child = _child(j)
+        if child is None:
+            out[j] = _LEAF_LENGTH[name]
+        else:
+            out[j] = max(float((rest_joints_blender[child] - rest_joints_blender[j]) @ frames[j][:, 1]), 0.01)
+    return out
+
+
+def smpl_pose_to_bone_quats(local_rot, frames):
+    """SMPL local rotations (..., 24, 3, 3) to pose-bone quaternions (..., 24, 4) w first.
+
+    A pose bone's rotation acts in its rest frame B: Q = B^T C R C^T B, with C the axis change.
+    """
+    c = BLENDER_FROM_SMPL
+    q = np.swapaxes(frames, -1, -2) @ (c @ local_rot @ c.T) @ frames
+    return matrix_to_quat_wxyz(q)
+
+
+def bone_quats_to_smpl_pose(quats, frames):
+    """Pose-bone quaternions (..., 24, 4) w first to SMPL local rotations (..., 24, 3, 3)."""
+    c = BLENDER_FROM_SMPL
+    return c.T @ frames @ quat_wxyz_to_matrix(quats) @ np.swapaxes(frames, -1, -2) @ c
+
+
+def root_location_from_trans(trans, frames):
+    """SMPL translation (..., 3) to the root pose bone's location (in its rest frame)."""
+    return to_blender(trans) @ frames[0]
+
+
+def trans_from_root_location(location, frames):
+    """The root pose bone's location (..., 3) to SMPL's translation."""
+    return from_blender(np.asarray(location) @ frames[0].T)
+
+
+# --- bulk access ---------------------------------------------------------------------------
+
+def read_pose(arm_obj, frames):
+    """(local_rot (24, 3, 3), trans (3,)) of an SMPL-IK armature's current pose."""
+    pbones = [arm_obj.pose.bones[name] for name in JOINT_NAMES]
+    quats = np.array([pb.rotation_quaternion[:] for pb in pbones])
+    return bone_quats_to_smpl_pose(quats, frames), trans_from_root_location(pbones[0].location[:], frames)
+
+
+def write_pose(arm_obj, local_rot, trans, frames):
+    """Set an SMPL-IK armature's pose bones from SMPL local rotations and translation."""
+    quats = smpl_pose_to_bone_quats(local_rot, frames)
+    for name, q in zip(JOINT_NAMES, quats):
+        pb = arm_obj.pose.bones[name]
+        pb.rotation_mode = "QUATERNION"
+        pb.rotation_quaternion = q
+    arm_obj.pose.bones[JOINT_NAMES[0]].location = root_location_from_trans(trans, frames)
+
+
+def mesh_vertices(mesh):
+    """(V, 3) float64 vertex coordinates of a mesh datablock (its local frame)."""
+    co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3).astype(np.float64)
+
+
+def set_shape_key_coords(key_block, coords):
+    """Write (V, 3) coordinates into a shape key in one call."""
+    key_block.data.foreach_set("co", np.asarray(coords, dtype=np.float32).ravel())
+
+
+def bone_heads(arm_obj):
+    """(24, 3) rest bone heads in armature space, Blender frame."""
+    return np.array([arm_obj.data.bones[name].head_local[:] for name in JOINT_NAMES])
+
+
+def rest_frames(arm_obj):
+    """(24, 3, 3) the bones' actual rest frames (columns X, Y, Z) in armature space."""
+    return np.array([np.array(arm_obj.data.bones[name].matrix_local)[:3, :3] for name in JOINT_NAMES])
+
+
+def set_vertex_weights(mesh_obj, weights):
+    """One vertex group per SMPL joint, filled from (V, 24) skinning weights."""
+    for j, name in enumerate(JOINT_NAMES):
+        group = mesh_obj.vertex_groups.new(name=name)
+        column = weights[:, j]
+        used = np.nonzero(column > 1e-6)[0]
+        # vertices sharing a weight go in one call; weights are rounded to float32 anyway
+        values, inverse = np.unique(column[used].astype(np.float32), return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(values) + 1))
+        for k, w in enumerate(values):
+            group.add(used[order[bounds[k]:bounds[k + 1]]].tolist(), float(w), "REPLACE")

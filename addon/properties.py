@@ -1,0 +1,54 @@
+"""Properties stored on objects: `obj.smpl_ik` marks an SMPL-IK body and holds its shape."""
+import bpy
+from bpy.props import BoolProperty, FloatVectorProperty, PointerProperty, StringProperty
+
+from ..models.body_model import NUM_BETAS
+from ..models.errors import SmplIkError
+from .body_object import SHAPE_KEY_RANGE, apply_shape
+
+_updating = False  # apply_shape writes betas back on refusal; that must not recurse
+
+
+def _betas_changed(self, context):
+    global _updating
+    if _updating or not self.is_body or self.betas[:] == self.applied_betas[:]:
+        return  # re-entry, not a body, or nothing changed (also after a refused value)
+    _updating = True
+    try:
+        apply_shape(context, self.id_data)
+        self.status = ""
+    except SmplIkError as exc:
+        self.status = str(exc)
+        print(f"SMPL-IK: {exc}")
+    finally:
+        _updating = False
+
+
+class SmplIkBodyProperties(bpy.types.PropertyGroup):
+    is_body: BoolProperty(name="SMPL-IK body", default=False, options={"HIDDEN"})
+    body_path: StringProperty(
+        name="Body file", subtype="FILE_PATH",
+        description="SMPL-family file this body was built from (empty: the open body)")
+    mesh: PointerProperty(name="Mesh", type=bpy.types.Object, description="The body's skinned mesh")
+    betas: FloatVectorProperty(
+        name="Shape", size=NUM_BETAS, default=[0.0] * NUM_BETAS,
+        min=-SHAPE_KEY_RANGE, max=SHAPE_KEY_RANGE, soft_min=-5.0, soft_max=5.0, precision=3,
+        description="SMPL shape coefficients (betas); each is about one standard deviation "
+                    "of the adult population per unit",
+        update=_betas_changed)
+    applied_betas: FloatVectorProperty(size=NUM_BETAS, default=[0.0] * NUM_BETAS, options={"HIDDEN"})
+    status: StringProperty(name="Status", description="The last problem with this body, if any")
+
+
+classes = (SmplIkBodyProperties,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    bpy.types.Object.smpl_ik = PointerProperty(type=SmplIkBodyProperties)
+
+
+def unregister():
+    del bpy.types.Object.smpl_ik
+    _unregister_classes()

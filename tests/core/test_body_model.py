@@ -1,0 +1,210 @@
+"""BodyModel: SMPL / SMPL-H / SMPL-X files (.npz and official-style .pkl), against smplx, and
+clear errors for bad files. SMPL's own files cannot ship, so the tests write files with the
+official layouts from the open body's arrays."""
+import pickle
+import sys
+import types
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from models.body_model import BodyModel, OPEN_BODY_PATH, load_body_model
+from models.errors import SmplIkError
+from models.skeleton import PARENTS
+
+
+@pytest.fixture(scope="module")
+def smpl_arrays():
+    """An SMPL-layout body with non-zero pose correctives, from the open body's arrays."""
+    rng = np.random.default_rng(7)
+    with np.load(OPEN_BODY_PATH) as npz:
+        a = {k: npz[k] for k in ("v_template", "shapedirs", "J_regressor", "weights", "kintree_table", "f")}
+    a["posedirs"] = rng.normal(scale=1e-3, size=(a["v_template"].shape[0], 3, 207))
+    a["shapedirs"] = a["shapedirs"].astype(np.float64)
+    return a
+
+
+def family_arrays(smpl, kind):
+    """SMPL-H or SMPL-X arrays that reduce exactly to `smpl` (fingers share the hand joint)."""
+    nv = smpl["v_template"].shape[0]
+    first_l, first_r, nj = (22, 37, 52) if kind == "smplh" else (25, 40, 55)
+    parents = list(PARENTS[:22])
+    jreg = np.zeros((nj, nv))
+    jreg[:22] = smpl["J_regressor"][:22]
+    w = np.zeros((nv, nj))
+    w[:, :22] = smpl["weights"][:, :22]
+    if kind == "smplx":
+        parents += [15, 15, 15]  # jaw, eyes
+        jreg[22:25] = smpl["J_regressor"][15]
+        w[:, 15] *= 0.25
+        w[:, 22:25] = smpl["weights"][:, 15:16] * 0.25
+    for first, wrist, hand in ((first_l, 20, 22), (first_r, 21, 23)):
+        for finger in range(5):
+            for k in range(3):
+                parents.append(wrist if k == 0 else first + finger * 3 + k - 1)
+        jreg[first:first + 15] = smpl["J_regressor"][hand]
+        w[:, first:first + 15] = smpl["weights"][:, hand:hand + 1] / 15.0
+    posedirs = np.zeros((nv, 3, (nj - 1) * 9))
+    posedirs[:, :, :189] = smpl["posedirs"][:, :, :189]
+    posedirs[:, :, 189:] = 0.01  # finger correctives: dropped for the body-only model
+    return {"v_template": smpl["v_template"], "shapedirs": np.concatenate([smpl["shapedirs"]] * 2, 2),
+            "posedirs": posedirs, "J_regressor": jreg, "weights": w,
+            "kintree_table": np.array([parents, range(nj)]), "f": smpl["f"]}
+
+
+def body_only(smpl):
+    out = dict(smpl)
+    out["posedirs"] = smpl["posedirs"].copy()
+    out["posedirs"][:, :, 189:] = 0.0  # hand joints carry no correctives in a reduced model
+    return out
+
+
+def test_matches_smplx_with_pose_correctives(smpl_arrays, tmp_path, rng):
+    torch = pytest.importorskip("torch")
+    smplx = pytest.importorskip("smplx")
+    path = tmp_path / "SMPL_NEUTRAL.npz"
+    np.savez(path, **smpl_arrays)
+    body = BodyModel.from_file(path)
+    assert body.kind == "smpl" and body.posedirs is not None
+    model = smplx.SMPL(model_path=str(path), data_struct=smplx.utils.Struct(**smpl_arrays),
+                       batch_size=3, dtype=torch.float64)
+    betas, pose = rng.normal(size=(3, 10)), rng.normal(scale=0.5, size=(3, 72))
+    with torch.no_grad():
+        out = model(betas=torch.from_numpy(betas), global_orient=torch.from_numpy(pose[:, :3]),
+                    body_pose=torch.from_numpy(pose[:, 3:]))
+    ours = body.forward(betas, pose)
+    # smplx rounds its arrays to float32, hence micrometres rather than exact agreement
+    assert np.abs(out.vertices.numpy() - ours.vertices).max() < 1e-6
+    assert np.abs(out.joints.numpy()[:, :24] - ours.joints).max() < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["smplh", "smplx"])
+def test_family_files_reduce_to_the_body(smpl_arrays, tmp_path, rng, kind):
+    ref_path = tmp_path / "ref.npz"
+    np.savez(ref_path, **body_only(smpl_arrays))
+    path = tmp_path / f"{kind.upper()}_FEMALE.npz"
+    np.savez(path, **family_arrays(smpl_arrays, kind))
+    body, ref = BodyModel.from_file(path), BodyModel.from_file(ref_path)
+    assert body.kind == kind and body.gender == "female"
+    betas, pose = rng.normal(size=(2, 10)), rng.normal(scale=0.4, size=(2, 24, 3))
+    assert np.allclose(body.joints(betas), ref.joints(betas), atol=1e-10)
+    assert np.allclose(body.vertices(betas, pose), ref.vertices(betas, pose), atol=1e-10)
+
+
+def test_expecting_smpl_rejects_smplx(smpl_arrays, tmp_path):
+    path = tmp_path / "SMPLX_NEUTRAL.npz"
+    np.savez(path, **family_arrays(smpl_arrays, "smplx"))
+    with pytest.raises(SmplIkError, match=r"SMPLX_NEUTRAL.npz: this is an SMPL-X model \(55 joints\) "
+                                          r"but an SMPL model was expected"):
+        BodyModel.from_file(path, expect="smpl")
+
+
+def _official_pickle(arrays, monkeypatch):
+    """Bytes laid out like the official SMPL .pkl: chumpy arrays and a sparse regressor."""
+    chumpy = types.ModuleType("chumpy")
+    ch_mod = types.ModuleType("chumpy.ch")
+
+    class Ch:
+        pass
+
+    Ch.__module__, Ch.__qualname__ = "chumpy.ch", "Ch"
+    ch_mod.Ch = Ch
+    monkeypatch.setitem(sys.modules, "chumpy", chumpy)
+    monkeypatch.setitem(sys.modules, "chumpy.ch", ch_mod)
+
+    def ch(x):
+        obj = Ch()
+        obj.__dict__.update({"x": x, "_dirty_vars": set()})
+        return obj
+
+    raw = {"v_template": ch(arrays["v_template"]), "shapedirs": ch(arrays["shapedirs"]),
+           "posedirs": arrays["posedirs"], "J_regressor": scipy.sparse.csc_matrix(arrays["J_regressor"]),
+           "weights": arrays["weights"], "kintree_table": arrays["kintree_table"], "f": arrays["f"],
+           "bs_style": "lbs"}
+    return pickle.dumps(raw, protocol=2)
+
+
+def test_official_pkl_without_chumpy(smpl_arrays, tmp_path, monkeypatch, rng):
+    path = tmp_path / "basicModel_neutral_lbs_10_207_0_v1.0.0.pkl"
+    with monkeypatch.context() as m:
+        path.write_bytes(_official_pickle(smpl_arrays, m))
+    assert "chumpy" not in sys.modules  # the loader must not need it
+    npz_path = tmp_path / "same.npz"
+    np.savez(npz_path, **smpl_arrays)
+    body, ref = BodyModel.from_file(path), BodyModel.from_file(npz_path)
+    betas, pose = rng.normal(size=10), rng.normal(scale=0.5, size=72)
+    assert np.allclose(body.vertices(betas, pose), ref.vertices(betas, pose), atol=1e-12)
+
+
+class _Evil:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch PWNED",))
+
+
+def test_pickle_loader_refuses_code(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "evil.pkl"
+    path.write_bytes(pickle.dumps({"v_template": _Evil()}))
+    with pytest.raises(SmplIkError, match="evil.pkl: not a readable body model file.*refusing to load"):
+        BodyModel.from_file(path)
+    assert not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda a: a.update(weights=a["weights"][:, :23]), r"array 'weights' has shape \(13718, 23\), expected \(13718, 24\)"),
+    (lambda a: a.pop("J_regressor"), "missing arrays: J_regressor"),
+    (lambda a: a["shapedirs"].__setitem__((5, 1, 2), np.nan), "array 'shapedirs' contains NaN"),
+    (lambda a: a["f"].__setitem__((0, 0), 10 ** 6), "array 'f' indexes vertices outside"),
+    (lambda a: a.update(J_regressor=np.zeros((30, 13718))), "has 30 joints; SMPL has 24"),
+])
+def test_bad_arrays_are_named(smpl_arrays, tmp_path, change, message):
+    arrays = {k: v.copy() for k, v in smpl_arrays.items()}
+    change(arrays)
+    path = tmp_path / "broken.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(SmplIkError, match="broken.npz: .*" + message):
+        BodyModel.from_file(path)
+
+
+def test_corrupt_and_missing_files(tmp_path):
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(OPEN_BODY_PATH.read_bytes()[:5000])
+    with pytest.raises(SmplIkError, match="corrupt.npz: not a readable body model file"):
+        BodyModel.from_file(corrupt)
+    with pytest.raises(SmplIkError, match="nothere.npz: body model file not found"):
+        load_body_model(tmp_path / "nothere.npz")
+    odd = tmp_path / "model.obj"
+    odd.write_text("v 0 0 0\n")
+    with pytest.raises(SmplIkError, match="unsupported body model format '.obj'"):
+        BodyModel.from_file(odd)
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, v_template=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(SmplIkError, match="objects.npz: a required array is stored as pickled objects"):
+        BodyModel.from_file(objects)
+
+
+def test_bad_betas_and_pose(open_body):
+    with pytest.raises(SmplIkError, match="beta 3 is nan"):
+        open_body.joints([0, 0, 0, np.nan, 0, 0, 0, 0, 0, 0])
+    with pytest.raises(SmplIkError, match="10 values"):
+        open_body.joints(np.zeros(9))
+    with pytest.raises(SmplIkError, match="pose must be"):
+        open_body.vertices(np.zeros(10), np.zeros(70))
+    with pytest.raises(SmplIkError, match="pose contains NaN"):
+        open_body.vertices(np.zeros(10), np.full(72, np.inf))
+
+
+def test_cache_reloads_changed_files(smpl_arrays, tmp_path):
+    import os
+
+    path = tmp_path / "body.npz"
+    np.savez(path, **smpl_arrays)
+    first = load_body_model(path)
+    assert load_body_model(path) is first
+    shifted = dict(smpl_arrays, v_template=smpl_arrays["v_template"] + [0, 1.0, 0])
+    np.savez(path, **shifted)
+    os.utime(path, ns=(first_ns := path.stat().st_mtime_ns + 10 ** 9, first_ns))
+    assert np.allclose(load_body_model(path).joints(np.zeros(10)) - first.joints(np.zeros(10)), [0, 1, 0])

@@ -1,0 +1,62 @@
+"""Forward kinematics and skinning against a plain 4x4-matrix implementation."""
+import numpy as np
+
+from models.kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
+from models.rotations import axis_angle_to_matrix
+from models.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS, joint_index
+
+
+def reference_fk(local_rot, rest, parents, trans):
+    """One pose, one joint at a time, with homogeneous matrices."""
+    world = []
+    for j, p in enumerate(parents):
+        t = np.eye(4)
+        t[:3, :3] = local_rot[j]
+        t[:3, 3] = rest[j] - (rest[p] if p >= 0 else 0)
+        world.append(t if p < 0 else world[p] @ t)
+    world = np.array(world)
+    return world[:, :3, :3], world[:, :3, 3] + trans
+
+
+def test_fk_matches_reference(rng):
+    rot = axis_angle_to_matrix(rng.normal(scale=0.6, size=(5, NUM_JOINTS, 3)))
+    rest = rng.normal(size=(5, NUM_JOINTS, 3))
+    trans = rng.normal(size=(5, 3))
+    fk = forward_kinematics(rot, rest, PARENTS, trans)
+    for b in range(5):
+        r, p = reference_fk(rot[b], rest[b], PARENTS, trans[b])
+        assert np.allclose(fk.rotations[b], r) and np.allclose(fk.positions[b], p)
+
+
+def test_fk_identity_is_rest_and_broadcasts(rng):
+    rest = rng.normal(size=(NUM_JOINTS, 3))
+    fk = forward_kinematics(np.broadcast_to(np.eye(3), (3, NUM_JOINTS, 3, 3)), rest, PARENTS)
+    assert fk.positions.shape == (3, NUM_JOINTS, 3)
+    assert np.allclose(fk.positions, rest)
+
+
+def test_skinning_rigid_and_blended(rng):
+    rest = rng.normal(size=(NUM_JOINTS, 3))
+    rot = axis_angle_to_matrix(rng.normal(size=(NUM_JOINTS, 3)))
+    fk = forward_kinematics(rot, rest, PARENTS)
+    r, t = skinning_transforms(fk, rest)
+    # a joint's own rest position lands on its posed position
+    assert np.allclose(np.einsum("jab,jb->ja", r, rest) + t, fk.positions)
+    verts = rng.normal(size=(10, 3))
+    w = np.zeros((10, NUM_JOINTS))
+    w[:5, 4] = 1.0
+    w[5:, 4] = w[5:, 7] = 0.5
+    out = linear_blend_skinning(verts, w, r, t)
+    assert np.allclose(out[:5], verts[:5] @ r[4].T + t[4])
+    half = 0.5 * (verts[5:] @ r[4].T + t[4]) + 0.5 * (verts[5:] @ r[7].T + t[7])
+    assert np.allclose(out[5:], half)
+
+
+def test_joint_names():
+    assert JOINT_NAMES[0] == "pelvis" and JOINT_NAMES[-1] == "right_hand"
+    assert joint_index("left_wrist") == 20
+    import pytest
+    from models.errors import SmplIkError
+
+    with pytest.raises(SmplIkError, match="unknown SMPL joint 'left_wirst'"):
+        joint_index("left_wirst")
