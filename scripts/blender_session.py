@@ -38,3 +38,10 @@ def stop():
     import addon_utils
 
     addon_utils.disable(MODULE, default_set=True)
+
+
+def extension_tool():
+    """Path of Blender's own extension validator/builder (blender_ext.py) inside bpy."""
+    import bpy
+
+    return Path(bpy.utils.system_resource("SCRIPTS")) / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py"

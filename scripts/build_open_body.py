@@ -299,6 +299,10 @@ def build(samples, seed, k_nearest, ridge, holdout=0.2):
                                  "max": round(float(heldout_err.max() * 1e3), 2)},
         "joint_fit_10_betas_mm": {"mean": round(float(pca_err.mean() * 1e3), 2),
                                   "max": round(float(pca_err.max() * 1e3), 2)},
+        "beta_phenotype_correlation": {
+            f"beta_{k}": {name: round(float(np.corrcoef(scores[:, k], value)[0, 1]), 2)
+                          for name, value in data["pheno"].items()}
+            for k in range(4)},
         "per_joint_heldout_mm": {n: round(float(heldout_err[:, j].mean() * 1e3), 2)
                                  for j, n in enumerate(JOINT_NAMES)},
     }

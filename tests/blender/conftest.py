@@ -1,0 +1,35 @@
+"""Blender tests run on the bpy module, headless, with a throw-away user folder and the
+extension enabled from this source tree; every test starts from an empty scene."""
+import importlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="smpl_ik_test_user_")
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
+
+import blender_session  # noqa: E402
+
+bpy = blender_session.start()
+
+
+@pytest.fixture(autouse=True)
+def empty_scene():
+    bpy.ops.wm.read_homefile(use_empty=True)
+    yield
+
+
+@pytest.fixture
+def ext():
+    """The enabled extension's package (bl_ext.user_default.smpl_ik)."""
+    return importlib.import_module(blender_session.MODULE)
+
+
+@pytest.fixture
+def bridge(ext):
+    return importlib.import_module(blender_session.MODULE + ".addon.bridge")

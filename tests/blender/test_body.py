@@ -1,0 +1,204 @@
+"""The extension in Blender: packaging, add_body, shape sliders, preferences, bad input."""
+import subprocess
+import sys
+import zipfile
+
+import bpy
+import numpy as np
+import pytest
+
+from models.body_model import load_body_model
+from models.rotations import axis_angle_to_matrix
+from models.skeleton import JOINT_NAMES, PARENTS
+
+import blender_session
+from conftest import ROOT
+
+BLENDER_EXT = blender_session.extension_tool()
+TOL = 1e-4  # 0.1 mm
+
+
+def add_body(**kw):
+    assert bpy.ops.smpl_ik.add_body(**kw) == {"FINISHED"}
+    return bpy.context.active_object
+
+
+def evaluated_vertices(bridge, mesh_obj):
+    """Armature-space (= the mesh's local space) evaluated vertices."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    evaluated = mesh_obj.evaluated_get(depsgraph)
+    mesh = evaluated.to_mesh()
+    try:
+        return bridge.mesh_vertices(mesh)
+    finally:
+        evaluated.to_mesh_clear()
+
+
+def random_pose(seed):
+    rng = np.random.default_rng(seed)
+    return axis_angle_to_matrix(rng.normal(scale=0.3, size=(24, 3))), rng.normal(scale=0.2, size=3)
+
+
+def test_manifest_validates_and_builds(tmp_path):
+    run = subprocess.run([sys.executable, str(BLENDER_EXT), "validate", str(ROOT)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    run = subprocess.run([sys.executable, str(BLENDER_EXT), "build", "--source-dir", str(ROOT),
+                          "--output-dir", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (zip_path,) = tmp_path.glob("smpl_ik-*.zip")
+    names = zipfile.ZipFile(zip_path).namelist()
+    assert "blender_manifest.toml" in names and "__init__.py" in names
+    assert "models/body/open_smpl_neutral.npz" in names and "addon/operators.py" in names
+    assert not any(n.startswith((".venv", "tests/", "scripts/", ".git")) for n in names)
+
+
+INSTALL_SCRIPT = """
+import os, sys, tempfile
+os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp()
+import bpy, addon_utils
+before = set(dir(bpy.types))
+bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
+mod = "bl_ext.user_default.smpl_ik"
+assert mod in bpy.context.preferences.addons, "not enabled"
+assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+assert hasattr(bpy.types.Object, "smpl_ik") and "SMPL_IK_PT_body" in dir(bpy.types)
+addon_utils.disable(mod, default_set=True)
+assert not hasattr(bpy.types.Object, "smpl_ik"), "property left behind"
+left = sorted(n for n in set(dir(bpy.types)) - before if "SMPL" in n.upper())
+assert not left, left
+print("INSTALL-OK")
+"""
+
+
+def test_built_zip_installs_enables_and_unregisters_cleanly(tmp_path):
+    subprocess.run([sys.executable, str(BLENDER_EXT), "build", "--source-dir", str(ROOT),
+                    "--output-dir", str(tmp_path)], check=True, capture_output=True)
+    (zip_path,) = tmp_path.glob("smpl_ik-*.zip")
+    script = tmp_path / "install.py"
+    script.write_text(INSTALL_SCRIPT)
+    run = subprocess.run([sys.executable, str(script), str(zip_path)], capture_output=True, text=True)
+    assert "INSTALL-OK" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_add_body_builds_rig_and_mesh_at_cursor(bridge):
+    bpy.context.scene.cursor.location = (1.0, 2.0, 3.0)
+    arm = add_body()
+    body = load_body_model()
+    assert arm.type == "ARMATURE" and tuple(arm.location) == (1.0, 2.0, 3.0)
+    assert [b.name for b in arm.data.bones] != [] and {b.name for b in arm.data.bones} == set(JOINT_NAMES)
+    for j, name in enumerate(JOINT_NAMES):
+        parent = arm.data.bones[name].parent
+        assert (parent.name if parent else None) == (JOINT_NAMES[PARENTS[j]] if PARENTS[j] >= 0 else None)
+    heads = bridge.bone_heads(arm)
+    assert np.abs(heads - bridge.to_blender(body.joints(np.zeros(10)))).max() < TOL
+    assert heads[JOINT_NAMES.index("head"), 2] > heads[0, 2] + 0.3  # Z up in Blender
+    mesh_obj = arm.smpl_ik.mesh
+    assert mesh_obj.parent == arm and len(mesh_obj.data.vertices) == body.num_vertices
+    assert [g.name for g in mesh_obj.vertex_groups] == list(JOINT_NAMES)
+    assert [m.type for m in mesh_obj.modifiers] == ["ARMATURE"] and mesh_obj.modifiers[0].object == arm
+    keys = [k.name for k in mesh_obj.data.shape_keys.key_blocks]
+    assert keys == ["Basis"] + [f"beta_{k:02d}" for k in range(10)]
+    nose = evaluated_vertices(bridge, mesh_obj)[body.landmarks["nose"]]
+    assert nose[1] < heads[JOINT_NAMES.index("head"), 1] - 0.05  # faces -Y, Blender's front
+
+
+def test_vertex_groups_carry_the_weights(bridge):
+    arm = add_body()
+    body = load_body_model()
+    mesh = arm.smpl_ik.mesh.data
+    got = np.zeros_like(body.weights)
+    for v in mesh.vertices:
+        for g in v.groups:
+            got[v.index, g.group] = g.weight
+    assert np.abs(got - body.weights).max() < 1e-6
+
+
+def test_betas_move_bones_and_mesh_and_keep_the_pose(bridge):
+    arm = add_body()
+    body = load_body_model()
+    rot, trans = random_pose(3)
+    bridge.write_pose(arm, rot, trans, bridge.rest_frames(arm))
+    arm.smpl_ik.betas[0] = 2.0
+    betas = np.zeros(10)
+    betas[0] = 2.0
+    assert arm.smpl_ik.status == ""
+    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.joints(betas))).max() < TOL
+    rot_after, trans_after = bridge.read_pose(arm, bridge.rest_frames(arm))
+    assert np.allclose(rot_after, rot, atol=1e-6) and np.allclose(trans_after, trans, atol=1e-6)
+    expected = bridge.to_blender(body.vertices(betas, rot, trans))
+    assert np.abs(evaluated_vertices(bridge, arm.smpl_ik.mesh) - expected).max() < TOL
+    # several betas at once, set as a vector from Python
+    betas = np.linspace(-1.5, 1.5, 10)
+    arm.smpl_ik.betas = betas
+    expected = bridge.to_blender(body.vertices(betas, rot, trans))
+    assert np.abs(evaluated_vertices(bridge, arm.smpl_ik.mesh) - expected).max() < TOL
+    assert bpy.ops.smpl_ik.reset_shape() == {"FINISHED"}
+    assert list(arm.smpl_ik.betas) == [0.0] * 10
+    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.joints(np.zeros(10)))).max() < TOL
+
+
+def test_shape_change_keeps_mode_and_selection(bridge):
+    arm = add_body()
+    bpy.ops.object.mode_set(mode="POSE")
+    arm.smpl_ik.betas[2] = 1.0
+    assert arm.mode == "POSE" and bpy.context.view_layer.objects.active == arm
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = arm.smpl_ik.mesh
+    arm.smpl_ik.betas[2] = -1.0
+    assert bpy.context.view_layer.objects.active == arm.smpl_ik.mesh
+    assert np.isclose(arm.smpl_ik.mesh.data.shape_keys.key_blocks["beta_02"].value, -1.0)
+
+
+def test_nan_beta_is_refused_and_nothing_changes(bridge):
+    arm = add_body()
+    arm.smpl_ik.betas[0] = 1.0
+    heads = bridge.bone_heads(arm)
+    verts = evaluated_vertices(bridge, arm.smpl_ik.mesh)
+    arm.smpl_ik.betas[4] = float("nan")
+    assert "beta 4 must be a number" in arm.smpl_ik.status
+    assert list(arm.smpl_ik.betas)[:5] == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert np.array_equal(bridge.bone_heads(arm), heads)
+    assert np.array_equal(evaluated_vertices(bridge, arm.smpl_ik.mesh), verts)
+
+
+def _prefs(ext):
+    return bpy.context.preferences.addons[ext.__name__].preferences
+
+
+def test_user_body_folder_offers_files(ext, bridge, tmp_path):
+    open_arrays = dict(np.load(ROOT / "models/body/open_smpl_neutral.npz"))
+    scaled = dict(open_arrays, v_template=open_arrays["v_template"] * 1.1)
+    np.savez(tmp_path / "SMPL_MALE.npz", **scaled)
+    (tmp_path / "broken.pkl").write_bytes(b"\x80\x04not a pickle")
+    (tmp_path / "notes.txt").write_text("ignored")
+    _prefs(ext).body_folder = str(tmp_path)
+    ops = __import__(ext.__name__ + ".addon.operators", fromlist=["_body_items"])
+    items = ops._body_items(None, bpy.context)
+    assert [i[1] for i in items] == ["Open body (neutral)", "SMPL_MALE.npz", "broken.pkl"]
+    arm = add_body(body=str(tmp_path / "SMPL_MALE.npz"))
+    expected = load_body_model(tmp_path / "SMPL_MALE.npz").joints(np.zeros(10))
+    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(expected)).max() < TOL
+    arm.smpl_ik.betas[0] = 1.5  # the shape follows the user's file, not the open body
+    expected = load_body_model(tmp_path / "SMPL_MALE.npz").joints(np.eye(10)[0] * 1.5)
+    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(expected)).max() < TOL
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("broken.pkl", b"\x80\x04not a pickle", "broken.pkl: not a readable body model file"),
+    ("missing.npz", None, "missing.npz: body model file not found"),
+])
+def test_unreadable_body_file_leaves_scene_untouched(tmp_path, name, content, message):
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    before = (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures))
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.smpl_ik.add_body(filepath=str(path))
+    assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures)) == before
+
+
+def test_missing_preferences_folder_lists_only_the_open_body(ext, tmp_path):
+    _prefs(ext).body_folder = str(tmp_path / "nowhere")
+    prefs_mod = __import__(ext.__name__ + ".addon.preferences", fromlist=["user_body_files"])
+    assert prefs_mod.user_body_files(bpy.context) == []
