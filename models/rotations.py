@@ -125,3 +125,44 @@ def geodesic_angle(m1, m2):
     rel = np.swapaxes(_float(m1), -1, -2) @ _float(m2)
     cos = (np.trace(rel, axis1=-2, axis2=-1) - 1.0) * 0.5
     return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+_AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
+
+
+def euler_to_matrix(angles, order):
+    """(..., n) angles in radians to (..., 3, 3) for axis letters `order` (e.g. "ZXY"), n <= 3.
+
+    Intrinsic convention, as BVH uses: R = R_order[0](a0) @ R_order[1](a1) @ ...
+    """
+    angles = _float(angles)
+    out = np.broadcast_to(np.eye(3, dtype=angles.dtype), angles.shape[:-1] + (3, 3)).copy()
+    for n, axis in enumerate(order):
+        k = _AXIS_INDEX[axis]
+        i, j = (k + 1) % 3, (k + 2) % 3
+        c, s = np.cos(angles[..., n]), np.sin(angles[..., n])
+        r = np.zeros(angles.shape[:-1] + (3, 3), dtype=angles.dtype)
+        r[..., k, k] = 1.0
+        r[..., i, i], r[..., i, j], r[..., j, i], r[..., j, j] = c, -s, s, c
+        out = out @ r
+    return out
+
+
+def matrix_to_euler(m, order):
+    """(..., 3, 3) to (..., 3) angles in radians for three distinct axes `order` (intrinsic).
+
+    Inverse of `euler_to_matrix`; the middle angle is in [-pi/2, pi/2].
+    """
+    m = _float(m)
+    i, j, k = (_AXIS_INDEX[a] for a in order)
+    sign = 1.0 if (j - i) % 3 == 1 else -1.0  # even permutation of XYZ
+    mid = np.arcsin(np.clip(sign * m[..., i, k], -1.0, 1.0))
+    first = np.arctan2(-sign * m[..., j, k], m[..., k, k])
+    last = np.arctan2(-sign * m[..., i, j], m[..., i, i])
+    # gimbal lock: only first + last (or first - last) is defined; put it all in `first`
+    locked = np.abs(sign * m[..., i, k]) > 1.0 - 1e-12
+    if np.any(locked):
+        alt = np.arctan2(sign * m[..., k, j], m[..., j, j])
+        first = np.where(locked, alt, first)
+        last = np.where(locked, 0.0, last)
+    return np.stack([first, mid, last], axis=-1)
