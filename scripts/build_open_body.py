@@ -140,26 +140,41 @@ def to_tpose(poser):
     return poser
 
 
+# Segment proportions vary independently of anny's phenotypes (MakeHuman "measure" targets):
+# each is drawn from N(0, PROPORTION_SD^2), clipped at +-2 SD, where +-1 changes its segment
+# by about 20-28%, so limb proportions vary by about 7% (one SD). That is wider than among
+# real adults, on purpose: shape inversion must also fit characters' rigs, and with
+# realistic spread alone it needs betas beyond +-6 to match the CMU skeleton's forearms.
+LOCAL_CHANGES = ("measure-upperarm-length-incr", "measure-lowerarm-length-incr",
+                 "measure-upperleg-height-incr", "measure-lowerleg-height-incr",
+                 "hip-scale-horiz-incr", "measure-shoulder-dist-incr",
+                 "measure-napetowaist-dist-incr", "measure-neck-height-incr")
+PROPORTION_SD = 0.3
+
+
 def sample_bodies(n, seed):
     import anny
     import torch
     from anny.shape_distribution import SimpleShapeDistribution
 
     torch.manual_seed(seed)
-    model = anny.Anny()
+    model = anny.Anny(local_changes=list(LOCAL_CHANGES))
     adults = torch.distributions.Uniform(torch.tensor(20.0, dtype=model.dtype),
                                          torch.tensor(70.0, dtype=model.dtype))
     _, pheno = SimpleShapeDistribution(model, morphological_age_distribution=adults).sample(n)
     pheno["gender"] = torch.rand(n, dtype=model.dtype)  # neutral body: all genders mixed
+    local = {name: (PROPORTION_SD * torch.randn(n, dtype=model.dtype)).clamp(-2 * PROPORTION_SD, 2 * PROPORTION_SD)
+             for name in LOCAL_CHANGES}
     with torch.no_grad():
-        out = model(phenotype_kwargs=pheno)
+        out = model(phenotype_kwargs=pheno, local_changes_kwargs=local)
     return {
         "model": model, "labels": list(model.bone_labels),
         "parents": np.asarray(model.bone_parents, dtype=int),
         "verts": out["rest_vertices"].numpy(), "heads": out["rest_bone_heads"].numpy(),
         "faces": model.get_triangular_faces().numpy().astype(np.int32),
         "bone_idx": model.vertex_bone_indices.numpy(), "bone_w": model.vertex_bone_weights.numpy(),
-        "pheno": {k: v.numpy() for k, v in pheno.items()},
+        "pheno": {**{k: v.numpy() for k, v in pheno.items()},
+                  **{k.replace("measure-", "").replace("-incr", ""): v.numpy() for k, v in local.items()}},
     }
 
 
