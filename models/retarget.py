@@ -302,6 +302,10 @@ def retarget(motion, body, mapping=None, betas=None, polish=True):
         p = PARENTS[j]
         kids = [k for k in CHILDREN[j] if has[k] and has[j]
                 and np.linalg.norm(e_ref[k] - e_ref[j]) > 1e-3]
+        if mapping.source[j] is None:
+            # an interpolated joint only knows its chain: side branches (collars sitting on
+            # the spine below it, say) would tilt it
+            kids = kids[:1]
         v_ref = np.array([e_ref[k] - e_ref[j] for k in kids]).reshape(-1, 3)
         d_rest = np.array([rest[k] - rest[j] for k in kids]).reshape(-1, 3)
         if len(kids) >= 2:

@@ -1,0 +1,192 @@
+"""Retarget BVH motion capture onto an SMPL body: one AMASS-style .npz per input file.
+
+    python scripts/retarget.py INPUT... --out DIR [options]
+
+INPUT is a .bvh file, a folder (searched recursively) or a glob ("mocap/**/*.bvh").
+For X.bvh it writes DIR/X.npz (folders keep their sub-folders) with
+  poses (T, 72) axis-angle in SMPL joint order, root first;  trans (T, 3) metres;
+  betas (10,) from shape inversion;  mocap_framerate;  gender;  body_model;
+in SMPL's frame (Y up). Existing outputs are kept unless --overwrite. A failed file never
+leaves a partial output and the others still run; the exit status is 1 if any file failed.
+"""
+import argparse
+import glob
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.batch import JobResult, RetargetJob, run_job  # noqa: E402
+
+
+def expand_inputs(inputs):
+    """[(source path, output path relative to --out)] and a list of (input, error)."""
+    found, missing = [], []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix.lower() == ".bvh" and f.is_file())
+            found += [(f, f.relative_to(p).with_suffix(".npz")) for f in files]
+            if not files:
+                missing.append((item, "folder has no .bvh files"))
+        elif p.is_file():
+            found.append((p, Path(p.name).with_suffix(".npz")))
+        elif any(ch in item for ch in "*?["):
+            files = sorted(Path(f) for f in glob.glob(item, recursive=True) if Path(f).is_file())
+            found += [(f, Path(f.name).with_suffix(".npz")) for f in files]
+            if not files:
+                missing.append((item, "pattern matches no files"))
+        else:
+            missing.append((item, "no such file or folder"))
+    return found, missing
+
+
+def make_jobs(args):
+    found, missing = expand_inputs(args.inputs)
+    out = Path(args.out)
+    jobs, failures, claimed = [], [JobResult(source=i, output="", ok=False, error=e) for i, e in missing], {}
+    for src, rel in found:
+        target = out / rel
+        if target in claimed:
+            failures.append(JobResult(source=str(src), output=str(target), ok=False,
+                                      error=f"same output as {claimed[target]}; rename one of them"))
+            continue
+        claimed[target] = src
+        bvh_out = str(target.with_name(target.stem + "_smpl.bvh")) if args.bvh_out else ""
+        jobs.append(RetargetJob(source=str(src), output=str(target), body=args.body or "",
+                                mapping=args.mapping or "", polish=not args.no_polish,
+                                bvh_output=bvh_out, overwrite=args.overwrite))
+    return jobs, failures
+
+
+class Progress:
+    """A one-line progress bar on a terminal, one line per file otherwise."""
+
+    def __init__(self, total, stream=sys.stderr):
+        self.total, self.done, self.failed, self.stream = total, 0, 0, stream
+        self.tty = stream.isatty()
+        self.start = time.perf_counter()
+
+    def update(self, result):
+        self.done += 1
+        self.failed += not result.ok
+        if self.tty:
+            width = 30
+            filled = int(width * self.done / max(self.total, 1))
+            rate = self.done / max(time.perf_counter() - self.start, 1e-9)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                              f"files, {self.failed} failed, {rate:.1f} files/s ")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            status = "ok" if result.ok else "FAILED"
+            self.stream.write(f"[{self.done}/{self.total}] {status} {result.source}\n")
+        self.stream.flush()
+
+
+def run_local(jobs, workers, progress):
+    if workers <= 1:
+        results = []
+        for job in jobs:
+            results.append(run_job(job))
+            progress.update(results[-1])
+        return results
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_job, job): i for i, job in enumerate(jobs)}
+        results = [None] * len(jobs)
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            progress.update(results[futures[fut]])
+    return results
+
+
+def run_dask(jobs, scheduler, workers, progress):
+    """Run the jobs on a dask.distributed cluster; workers must import this repository."""
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SystemExit("--executor dask needs dask.distributed: pip install 'distributed'")
+    # worker processes started here import models/ from this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = client.map(run_job, jobs, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results = [None] * len(jobs)
+        for fut in as_completed(futures):
+            results[index[fut.key]] = fut.result()
+            progress.update(results[index[fut.key]])
+        return results
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def summary(results, stream=sys.stdout):
+    rows = [("file", "frames", "fps", "limb err (deg)", "seconds", "result")]
+    for r in results:
+        name = Path(r.source).name if r.source else "?"
+        if r.ok:
+            rows.append((name, str(r.frames), f"{r.fps:.0f}", f"{r.limb_error_deg:.2f}", f"{r.seconds:.2f}", "ok"))
+        else:
+            rows.append((name, "", "", "", f"{r.seconds:.2f}", "FAILED: " + r.error))
+    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+    for row in rows:
+        stream.write("  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] + "\n")
+    ok = [r for r in results if r.ok]
+    frames = sum(r.frames for r in ok)
+    stream.write(f"{len(ok)} of {len(results)} files retargeted, {frames} frames")
+    if ok:
+        stream.write(f", mean limb-direction error {sum(r.limb_error_deg for r in ok) / len(ok):.2f} deg")
+    stream.write("\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("inputs", nargs="+", metavar="INPUT", help="BVH files, folders or globs")
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--body", help="SMPL/SMPL-H/SMPL-X model file (default: the open body)")
+    ap.add_argument("--mapping", help='JSON {"smpl_joint": "source joint" or null} overriding the automatic mapping')
+    ap.add_argument("--bvh-out", action="store_true", help="also write DIR/X_smpl.bvh on SMPL's skeleton")
+    ap.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    ap.add_argument("--no-polish", action="store_true",
+                    help="rotation transfer only: skip the pass that makes segments follow the source's")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
+    ap.add_argument("--executor", choices=("local", "dask"), default="local",
+                    help="local processes (default) or a dask.distributed cluster")
+    ap.add_argument("--scheduler", help="dask scheduler address (default: a local cluster of --jobs workers)")
+    args = ap.parse_args(argv)
+    if args.scheduler and args.executor != "dask":
+        ap.error("--scheduler needs --executor dask")
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+
+    jobs, failures = make_jobs(args)
+    progress = Progress(len(jobs) + len(failures))
+    for f in failures:
+        progress.update(f)
+    if args.executor == "dask":
+        results = run_dask(jobs, args.scheduler, args.jobs, progress)
+    else:
+        results = run_local(jobs, args.jobs, progress)
+    results = failures + results
+    summary(results)
+    return 0 if results and all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
