@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT))
 
 SHAPES = (  # (label, betas, colour)
     ("average", {}, (0.80, 0.62, 0.50)),
-    ("tall and slim", {0: 2.0, 2: -1.0}, (0.45, 0.60, 0.80)),
-    ("short and heavy", {0: -1.5, 2: 2.5}, (0.62, 0.75, 0.50)),
+    ("tall and slim", {0: 2.0, 3: -1.0}, (0.45, 0.60, 0.80)),
+    ("short and heavy", {0: -1.5, 3: 2.5}, (0.62, 0.75, 0.50)),
 )
 
 

@@ -1,0 +1,104 @@
+"""Benchmark BVH -> SMPL retargeting on one core: throughput and quality, printed and as JSON.
+
+    python scripts/benchmark_retarget.py [FOLDER...] [--json out/benchmark_retarget.json]
+
+Defaults to ../shared/data/mocap/cmu_train and ../shared/data/mocap/m21. For each folder it
+times reading, retargeting and writing every clip (median of --repeat runs per clip, one
+thread), and reports the mean limb-direction error with and without the polish pass and the
+shape inversion's limb-length ratios on the folder's first skeleton.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # one core, as promised by the figures
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.batch import RetargetJob, run_job  # noqa: E402
+from models.body_model import load_body_model  # noqa: E402
+from models.bvh import read_bvh  # noqa: E402
+from models.retarget import invert_shape, retarget  # noqa: E402
+
+DEFAULT = [ROOT.parent / "shared" / "data" / "mocap" / "cmu_train", ROOT.parent / "shared" / "data" / "mocap" / "m21"]
+
+
+def timed(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def bench_folder(folder, body, repeat):
+    files = sorted(folder.glob("*.bvh"))
+    frames = read_s = retarget_s = total_s = 0.0
+    errors, raw_errors = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in files:
+            t_read, motion = timed(lambda: read_bvh(path), repeat)
+            t_rt, result = timed(lambda: retarget(motion, body), repeat)
+            raw = retarget(motion, body, polish=False)
+            job = RetargetJob(source=str(path), output=str(Path(tmp) / (path.stem + ".npz")), overwrite=True)
+            t_all, res = timed(lambda: run_job(job), repeat)
+            if not res.ok:
+                raise SystemExit(f"{path}: {res.error}")
+            frames += motion.num_frames
+            read_s += t_read
+            retarget_s += t_rt
+            total_s += t_all
+            errors.append(result.mean_limb_error_deg)
+            raw_errors.append(raw.mean_limb_error_deg)
+    fit, _ = invert_shape(read_bvh(files[0]).skeleton, body)
+    return {
+        "clips": len(files), "frames": int(frames),
+        "read_frames_per_s": round(frames / read_s),
+        "retarget_frames_per_s": round(frames / retarget_s),
+        "bvh_to_npz_frames_per_s": round(frames / total_s),
+        "limb_error_deg_mean": round(statistics.mean(errors), 3),
+        "limb_error_deg_max_clip": round(max(errors), 3),
+        "limb_error_deg_mean_without_polish": round(statistics.mean(raw_errors), 3),
+        "limb_error_deg_max_clip_without_polish": round(max(raw_errors), 3),
+        "shape_inversion": {"skeleton_of": files[0].name, **fit.report()},
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folders", nargs="*", type=Path, help="folders of .bvh clips")
+    ap.add_argument("--json", type=Path, default=Path("out/benchmark_retarget.json"), help="JSON output")
+    ap.add_argument("--repeat", type=int, default=3, help="timing runs per clip (median)")
+    args = ap.parse_args(argv)
+    folders = args.folders or [f for f in DEFAULT if f.is_dir()]
+    if not folders:
+        ap.error("no folders given and ../shared/data/mocap is not here")
+    body = load_body_model()
+    report = {"machine_cores_used": 1, "folders": {}}
+    for folder in folders:
+        r = bench_folder(folder, body, args.repeat)
+        report["folders"][folder.name] = r
+        print(f"{folder.name}: {r['clips']} clips, {r['frames']} frames | read {r['read_frames_per_s']} fr/s, "
+              f"retarget {r['retarget_frames_per_s']} fr/s, BVH->npz {r['bvh_to_npz_frames_per_s']} fr/s | "
+              f"limb error {r['limb_error_deg_mean']:.2f} deg (worst clip {r['limb_error_deg_max_clip']:.2f}); "
+              f"without polish {r['limb_error_deg_mean_without_polish']:.2f} "
+              f"(worst {r['limb_error_deg_max_clip_without_polish']:.2f})")
+        ratios = {k: v["length_ratio"] for k, v in r["shape_inversion"]["measurements"].items()}
+        print(f"  shape inversion on {r['shape_inversion']['skeleton_of']}: scale {r['shape_inversion']['scale']}, "
+              f"length ratios {ratios}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""scripts/retarget.py and scripts/build_dataset.py as a technical artist runs them."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.body_model import load_body_model
+from models.bvh import read_bvh
+from models.kinematics import forward_kinematics
+from models.retarget import write_smpl_bvh
+from models.rotations import axis_angle_to_matrix
+from models.skeleton import JOINT_NAMES, PARENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"poses", "trans", "betas", "mocap_framerate", "gender", "body_model"}
+
+
+def run(script, *args, cwd=None):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    """A folder of small valid clips and one of broken ones."""
+    root = tmp_path_factory.mktemp("clips")
+    good, bad = root / "good", root / "bad"
+    good.mkdir()
+    bad.mkdir()
+    body = load_body_model()
+    rng = np.random.default_rng(5)
+    for name, beta0 in (("walk", 0.0), ("run", 1.5)):
+        rot = axis_angle_to_matrix(rng.normal(scale=0.2, size=(12, 24, 3)))
+        trans = np.cumsum(rng.normal(scale=0.01, size=(12, 3)), axis=0)
+        write_smpl_bvh(good / f"{name}.bvh", rot, trans, body.joints(np.eye(10)[0] * beta0), 30.0)
+    text = (good / "walk.bvh").read_text()
+    lines = text.splitlines()
+    (bad / "truncated.bvh").write_text("\n".join(lines[:-3]) + "\n")
+    (bad / "short_line.bvh").write_text("\n".join(lines[:-1] + [lines[-1].rsplit(" ", 1)[0]]) + "\n")
+    (bad / "nan.bvh").write_text(text.replace(lines[-2], "nan " + lines[-2].split(" ", 1)[1]))
+    (bad / "dragon.bvh").write_text(text.replace("left_", "wing_l_").replace("right_", "wing_r_"))
+    return good, bad
+
+
+def test_folder_in_npz_out(clips, tmp_path):
+    good, _ = clips
+    out = tmp_path / "out"
+    r = run("retarget.py", good, "--out", out, "--bvh-out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 of 2 files retargeted" in r.stdout
+    body = load_body_model()
+    for name in ("walk", "run"):
+        d = np.load(out / f"{name}.npz")
+        assert KEYS <= set(d.files)
+        assert d["poses"].shape == (12, 72) and d["trans"].shape == (12, 3) and d["betas"].shape == (10,)
+        assert float(d["mocap_framerate"]) == pytest.approx(30.0, rel=1e-4)
+        assert str(d["body_model"]) == "open_smpl_neutral" and str(d["gender"]) == "neutral"
+        # the SMPL-skeleton BVH reads back to the same joints as the npz (within 0.1 mm)
+        back = read_bvh(out / f"{name}_smpl.bvh")
+        idx = [back.skeleton.names.index(n) for n in JOINT_NAMES]
+        rot = axis_angle_to_matrix(d["poses"].astype(np.float64).reshape(-1, 24, 3))
+        want = forward_kinematics(rot, body.joints(d["betas"]), PARENTS, d["trans"]).positions
+        assert np.abs(back.forward().positions[:, idx] / 100 - want).max() < 1e-4
+
+
+def test_bad_files_fail_alone_and_leave_nothing(clips, tmp_path):
+    good, bad = clips
+    out = tmp_path / "out"
+    r = run("retarget.py", good / "walk.bvh", bad, tmp_path / "missing.bvh", "--out", out)
+    assert r.returncode == 1
+    report = r.stdout
+    assert "truncated.bvh" in report and "truncated: the header says 12 frames" in report
+    assert "short_line.bvh:" in report and "expected 75 channel values, found 74" in report
+    assert "nan.bvh:" in report and "pelvis Xposition is nan in frame 10" in report
+    assert "dragon.bvh: not a humanoid skeleton" in report and "left_hip" in report
+    assert "missing.bvh" in report and "no such file or folder" in report
+    assert "1 of 6 files retargeted" in report
+    assert sorted(p.name for p in out.iterdir()) == ["walk.npz"]  # no partial files
+
+
+def test_never_overwrites_without_flag(clips, tmp_path):
+    good, _ = clips
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "walk.npz").write_bytes(b"precious")
+    r = run("retarget.py", good, "--out", out)
+    assert r.returncode == 1 and "walk.npz exists; pass --overwrite" in r.stdout
+    assert (out / "walk.npz").read_bytes() == b"precious" and (out / "run.npz").exists()
+    r = run("retarget.py", good, "--out", out, "--overwrite")
+    assert r.returncode == 0 and "poses" in np.load(out / "walk.npz").files
+
+
+def test_unwritable_output_folder(clips, tmp_path):
+    good, _ = clips
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    r = run("retarget.py", good, "--out", blocker / "out")
+    assert r.returncode == 1
+    assert r.stdout.count("cannot write to") == 2 and "0 of 2 files retargeted" in r.stdout
+
+
+def test_parallel_and_dask_give_the_same_result(clips, tmp_path):
+    pytest.importorskip("distributed")
+    good, _ = clips
+    local, dask = tmp_path / "local", tmp_path / "dask"
+    assert run("retarget.py", good, "--out", local, "--jobs", "2").returncode == 0
+    r = run("retarget.py", good, "--out", dask, "--executor", "dask", "--jobs", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("walk.npz", "run.npz"):
+        a, b = np.load(local / name), np.load(dask / name)
+        assert np.array_equal(a["poses"], b["poses"]) and np.array_equal(a["betas"], b["betas"])
+
+
+def test_build_dataset(clips, tmp_path):
+    good, _ = clips
+    out = tmp_path / "set.npz"
+    r = run("build_dataset.py", good, "--out", out, "--fps", "15", "--skip-first", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = np.load(out)
+    assert list(d["clips"]) == ["run.bvh", "walk.bvh"]
+    # 12 frames at 30 fps, first dropped, every second kept: frames 1, 3, ..., 11
+    assert list(d["frame"][d["clip"] == 0]) == [1, 3, 5, 7, 9, 11]
+    assert d["poses"].shape == (12, 72) and d["betas"].shape == (2, 10)
+    assert np.allclose(d["fps"], 15.0, rtol=1e-4)
+    assert run("build_dataset.py", good, "--out", out).returncode != 0  # exists, no --overwrite
+
+
+def test_help_is_true():
+    r = run("retarget.py", "--help")
+    assert r.returncode == 0
+    for flag in ("--out", "--body", "--mapping", "--bvh-out", "--overwrite", "--jobs", "--executor", "--scheduler"):
+        assert flag in r.stdout
