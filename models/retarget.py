@@ -20,7 +20,7 @@ from .body_model import NUM_BETAS
 from .errors import SmplIkError
 from .kinematics import forward_kinematics
 from .mapping import JointMapping, build_mapping
-from .rotations import matrix_to_axis_angle
+from .rotations import kabsch, matrix_to_axis_angle, shortest_arc, unit
 from .skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 
 CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
@@ -35,39 +35,6 @@ LIMBS = (("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("left_ankle", 
          ("pelvis", "neck"), ("neck", "head"))
 UNIT_CANDIDATES = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254}
 TYPICAL_LEG_M = 0.85  # hip to ankle of an adult, to recognise the file's units
-
-
-# --- small rotation helpers (batched) ------------------------------------------------------
-
-def _unit(v):
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
-
-
-def shortest_arc(a, b):
-    """(..., 3, 3) rotations taking directions a onto b (..., 3) by the smallest angle."""
-    a, b = _unit(np.asarray(a, float)), _unit(np.asarray(b, float))
-    v = np.cross(a, b)
-    c = np.sum(a * b, -1)
-    k = np.zeros(v.shape + (3,))
-    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
-    k = k - np.swapaxes(k, -1, -2)
-    opposite = c < -1 + 1e-9
-    c = np.where(opposite, 1.0, c)
-    r = np.eye(3) + k + (k @ k) / (1.0 + c)[..., None, None]
-    if np.any(opposite):  # half turn about any axis perpendicular to a
-        perp = _unit(np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, [1.0, 0, 0], [0, 1.0, 0])))
-        half = 2 * perp[..., :, None] * perp[..., None, :] - np.eye(3)
-        r = np.where(opposite[..., None, None], half, r)
-    return r
-
-
-def kabsch(a, b):
-    """(..., 3, 3) rotations best taking direction sets a onto b, both (..., N, 3)."""
-    h = np.einsum("...ni,...nj->...ij", _unit(b), _unit(a))
-    u, _, vt = np.linalg.svd(h)
-    d = np.sign(np.linalg.det(u @ vt))
-    u[..., :, 2] *= d[..., None]
-    return u @ vt
 
 
 # --- the source skeleton in SMPL's frame -----------------------------------------------------
@@ -111,8 +78,8 @@ def source_rig(skeleton, mapping):
     top = [ref[src[JOINT_INDEX[n]]] for n in ("neck", "head", "spine3", "spine2") if src[JOINT_INDEX[n]] is not None]
     top = top[0] if top else 0.5 * (at("left_shoulder") + at("right_shoulder"))
     up = top - 0.5 * (at("left_hip") + at("right_hip"))
-    x = _unit(left)
-    y = _unit(up - (up @ x) * x)
+    x = unit(left)
+    y = unit(up - (up @ x) * x)
     if not (np.isfinite(x).all() and np.isfinite(y).all()) or np.linalg.norm(left) < 1e-9:
         raise SmplIkError("the skeleton's hips and shoulders do not span a body (zero width)")
     frame = np.stack([x, y, np.cross(x, y)])  # rows: where the file's axes go
@@ -122,9 +89,9 @@ def source_rig(skeleton, mapping):
     if leg <= 0:
         raise SmplIkError("the skeleton's legs have zero length")
     name = min(UNIT_CANDIDATES, key=lambda u: abs(np.log(leg * UNIT_CANDIDATES[u] / TYPICAL_LEG_M)))
-    unit = UNIT_CANDIDATES[name]
-    return SourceRig(mapping=mapping, to_smpl=frame, unit=unit, unit_name=name,
-                     ref_positions=unit * ref @ frame.T)
+    metres = UNIT_CANDIDATES[name]
+    return SourceRig(mapping=mapping, to_smpl=frame, unit=metres, unit_name=name,
+                     ref_positions=metres * ref @ frame.T)
 
 
 def _chain_fractions(rest_joints, mapped):
@@ -355,7 +322,7 @@ def limb_direction_errors(smpl_joints, source_joints):
         if not ok.any():
             continue
         ours = smpl_joints[:, ib] - smpl_joints[:, ia]
-        cos = np.sum(_unit(ours[ok]) * _unit(src[ok]), -1)
+        cos = np.sum(unit(ours[ok]) * unit(src[ok]), -1)
         out[f"{a}->{b}"] = float(np.degrees(np.arccos(np.clip(cos, -1, 1))).mean())
     return out
 

@@ -166,3 +166,36 @@ def matrix_to_euler(m, order):
         first = np.where(locked, alt, first)
         last = np.where(locked, 0.0, last)
     return np.stack([first, mid, last], axis=-1)
+
+
+def unit(v):
+    """(..., 3) vectors scaled to unit length (zero vectors stay zero)."""
+    v = np.asarray(v)
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+
+
+def shortest_arc(a, b):
+    """(..., 3, 3) rotations taking directions a onto b (..., 3) by the smallest angle."""
+    a, b = unit(_float(a)), unit(_float(b))
+    v = np.cross(a, b)
+    c = np.sum(a * b, -1)
+    k = np.zeros(v.shape + (3,), dtype=v.dtype)
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
+    k = k - np.swapaxes(k, -1, -2)
+    opposite = c < -1 + 1e-9
+    c = np.where(opposite, 1.0, c)
+    r = np.eye(3) + k + (k @ k) / (1.0 + c)[..., None, None]
+    if np.any(opposite):  # half turn about any axis perpendicular to a
+        perp = unit(np.cross(a, np.where(np.abs(a[..., :1]) < 0.9, [1.0, 0, 0], [0, 1.0, 0])))
+        half = 2 * perp[..., :, None] * perp[..., None, :] - np.eye(3)
+        r = np.where(opposite[..., None, None], half, r)
+    return r
+
+
+def kabsch(a, b):
+    """(..., 3, 3) rotations best taking direction sets a onto b, both (..., N, 3)."""
+    h = np.einsum("...ni,...nj->...ij", unit(b), unit(a))
+    u, _, vt = np.linalg.svd(h)
+    d = np.sign(np.linalg.det(u @ vt))
+    u[..., :, 2] *= d[..., None]
+    return u @ vt

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from models.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
 from models.body_model import LANDMARK_NAMES, OPEN_BODY_PATH  # noqa: E402
+from models.rotations import shortest_arc  # noqa: E402
 
 # anny is Z up and faces -Y; SMPL is Y up and faces +Z: a -90 degree turn about X.
 SMPL_FROM_ANNY = np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]])
@@ -57,18 +58,6 @@ for _s, _side in (("L", "left"), ("R", "right")):
         f"{_side}_shoulder": {f"upperarm01.{_s}": 1.0}, f"{_side}_elbow": {f"lowerarm01.{_s}": 1.0},
         f"{_side}_wrist": {f"wrist.{_s}": 1.0}, f"{_side}_hand": {f"finger3-1.{_s}": 1.0},
     })
-
-
-def rotation_between(a, b):
-    """(N, 3, 3) rotations taking directions a (N, 3) onto b (N, 3) by the shortest arc."""
-    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
-    v = np.cross(a, b)
-    c = np.sum(a * b, -1)
-    k = np.zeros(a.shape[:-1] + (3, 3))
-    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
-    k = k - np.swapaxes(k, -1, -2)
-    return np.eye(3) + k + (k @ k) / (1.0 + c)[..., None, None]
 
 
 class Poser:
@@ -129,14 +118,14 @@ def to_tpose(poser):
     for s, sign in (("L", 1.0), ("R", -1.0)):
         hip, ankle = poser.head(f"upperleg01.{s}"), poser.head(f"foot.{s}")
         d = ankle - hip
-        poser.rotate(f"upperleg01.{s}", rotation_between(d, d * [0.0, 1.0, 1.0]))
+        poser.rotate(f"upperleg01.{s}", shortest_arc(d, d * [0.0, 1.0, 1.0]))
         along = np.tile([sign, 0.0, 0.0], (n, 1))
         for bone, tip in ((f"upperarm01.{s}", f"lowerarm01.{s}"),
                           (f"lowerarm01.{s}", f"wrist.{s}"), (f"wrist.{s}", f"finger3-1.{s}")):
-            poser.rotate(bone, rotation_between(poser.head(tip) - poser.head(bone), along))
+            poser.rotate(bone, shortest_arc(poser.head(tip) - poser.head(bone), along))
         across = poser.head(f"finger2-1.{s}") - poser.head(f"finger5-1.{s}")
         across[:, 0] = 0.0  # both vectors lie across the arm's axis: the turn is a pure twist
-        poser.rotate(f"upperarm01.{s}", rotation_between(across, np.tile(front, (n, 1))))
+        poser.rotate(f"upperarm01.{s}", shortest_arc(across, np.tile(front, (n, 1))))
     return poser
 
 
