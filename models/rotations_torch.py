@@ -52,3 +52,32 @@ def geodesic_angle(m1, m2):
     rel = m1.transpose(-1, -2) @ m2
     cos = (rel.diagonal(dim1=-2, dim2=-1).sum(-1) - 1) * 0.5
     return torch.acos(cos.clamp(-1 + 1e-7, 1 - 1e-7))
+
+
+def unit(v):
+    return v / v.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def skew(v):
+    """(..., 3) -> (..., 3, 3) cross-product matrices."""
+    x, y, z = v.unbind(-1)
+    zero = torch.zeros_like(x)
+    return torch.stack([zero, -z, y, z, zero, -x, -y, x, zero], -1).reshape(v.shape[:-1] + (3, 3))
+
+
+def shortest_arc(a, b):
+    """(..., 3, 3) rotations taking directions a onto b by the smallest angle (a, b not opposite)."""
+    a, b = unit(a), unit(b)
+    k = skew(torch.cross(a, b, dim=-1))
+    c = (a * b).sum(-1).clamp_min(-1 + 1e-6)
+    eye = torch.eye(3, dtype=a.dtype, device=a.device)
+    return eye + k + (k @ k) / (1.0 + c)[..., None, None]
+
+
+def kabsch(a, b):
+    """(..., 3, 3) rotations best taking direction sets a onto b, both (..., N, 3)."""
+    h = torch.einsum("...ni,...nj->...ij", unit(b), unit(a))
+    u, _, vt = torch.linalg.svd(h)
+    d = torch.sign(torch.det(u @ vt))
+    u = torch.cat([u[..., :, :2], u[..., :, 2:] * d[..., None, None]], dim=-1)
+    return u @ vt

@@ -1,0 +1,205 @@
+"""IK-GAT in numpy: a full set of 3D joint positions to SMPL local rotations in one pass.
+
+Rotations are built in bone-aligned frames, all joints at once: a joint with one child turns
+by the shortest arc (in the pelvis's frame) that lays its rest (T-pose) bone onto the
+observed bone, then twists about the bone by the network's angle; the pelvis and upper spine (three children each) take
+the rigid fit of their children; the leaves (head, hands, feet), which positions cannot see,
+take the network's rotation relative to their parent. Bone directions are therefore exact
+whatever the network says; what it learns is the twists and the leaves. A small
+graph-attention network over the SMPL tree (attention limited to joints a few edges apart)
+predicts them from the joints' positions in the pelvis's frame and the body's rest joints.
+
+`analytic_rotations` is the classical answer to compare with: swing only in each parent's
+frame, zero twist, identity leaves (HybrIK-style).
+"""
+from functools import lru_cache
+
+import numpy as np
+
+from .errors import SmplIkError
+from .nn import WEIGHTS_DIR, layer_norm, linear, load_weights, softmax
+from .rotations import kabsch, rot6d_to_matrix, shortest_arc, unit
+from .skeleton import NUM_JOINTS, PARENTS
+
+CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
+SINGLE = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) == 1)
+MULTI = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) > 1)     # pelvis, spine3
+LEAVES = tuple(j for j in range(NUM_JOINTS) if not CHILDREN[j])         # feet, head, hands
+ARCH = "ikgat-v1"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "ikgat.npz"
+NUM_FEATURES = 12
+
+
+def hop_distance():
+    """(24, 24) number of tree edges between joints."""
+    d = np.full((NUM_JOINTS, NUM_JOINTS), 99)
+    for j in range(NUM_JOINTS):
+        d[j, j] = 0
+        frontier, seen = [j], {j}
+        while frontier:
+            nxt = []
+            for a in frontier:
+                for b in list(CHILDREN[a]) + ([PARENTS[a]] if PARENTS[a] >= 0 else []):
+                    if b not in seen:
+                        seen.add(b)
+                        d[j, b] = d[j, a] + 1
+                        nxt.append(b)
+            frontier = nxt
+    return d
+
+
+def twist_matrix(axis, cos_sin):
+    """(..., 3, 3) rotation about unit `axis` (..., 3) by the angle whose (cos, sin) is given
+    (normalised here)."""
+    cs = cos_sin / np.maximum(np.linalg.norm(cos_sin, axis=-1, keepdims=True), 1e-9)
+    c, s = cs[..., 0:1, None], cs[..., 1:2, None]
+    k = np.zeros(axis.shape + (3,))
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -axis[..., 2], axis[..., 1], -axis[..., 0]
+    k = k - np.swapaxes(k, -1, -2)
+    return np.eye(3) + s * k + (1 - c) * (k @ k)
+
+
+def root_rotation(positions, rest):
+    kids = list(CHILDREN[0])
+    return kabsch(rest[..., kids, :] - rest[..., :1, :], positions[..., kids, :] - positions[..., :1, :])
+
+
+def analytic_rotations(positions, rest):
+    """Swing-only local rotations (..., 24, 3, 3) from positions and rest joints (..., 24, 3):
+    each bone's shortest arc in its parent's frame, zero twist, identity leaves."""
+    positions, rest = np.asarray(positions, float), np.asarray(rest, float)
+    local = np.zeros(positions.shape[:-2] + (NUM_JOINTS, 3, 3))
+    world = np.zeros_like(local)
+    world[..., 0, :, :] = local[..., 0, :, :] = root_rotation(positions, rest)
+    for j in range(1, NUM_JOINTS):
+        rp = world[..., PARENTS[j], :, :]
+        if j in MULTI:
+            kids = list(CHILDREN[j])
+            r = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :], positions[..., kids, :] - positions[..., j:j + 1, :])
+            local[..., j, :, :] = np.swapaxes(rp, -1, -2) @ r
+        elif j in SINGLE:
+            c = CHILDREN[j][0]
+            b = np.einsum("...ba,...b->...a", rp, positions[..., c, :] - positions[..., j, :])
+            local[..., j, :, :] = shortest_arc(rest[..., c, :] - rest[..., j, :], b)
+        else:
+            local[..., j, :, :] = np.eye(3)
+        world[..., j, :, :] = rp @ local[..., j, :, :]
+    return local
+
+
+_SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
+_LEAVES, _LEAF_PARENTS = list(LEAVES), [PARENTS[j] for j in LEAVES]
+_PARENTS0 = [max(p, 0) for p in PARENTS]
+
+
+def _multi_rotations(positions, rest):
+    """World rotations (B, 2, 3, 3) of the pelvis and spine3 (rigid fits of their children),
+    in one batched SVD."""
+    kids = [list(CHILDREN[j]) for j in MULTI]
+    a = np.stack([rest[:, k, :] - rest[:, j:j + 1, :] for j, k in zip(MULTI, kids)], 1)
+    b = np.stack([positions[:, k, :] - positions[:, j:j + 1, :] for j, k in zip(MULTI, kids)], 1)
+    return kabsch(a, b)
+
+
+def assemble(positions, rest, twist, leaf, multi=None):
+    """Local rotations (B, 24, 3, 3), every joint at once.
+
+    positions, rest: (B, 24, 3); twist: (B, 24, 2) (cos, sin) about each single-child
+    joint's rest bone; leaf: (B, 24, 3, 3) the leaves' rotations relative to their parents;
+    multi: the pelvis and spine3 rotations if already known.
+    """
+    world = np.empty(positions.shape + (3,), dtype=positions.dtype)
+    world[:, list(MULTI)] = _multi_rotations(positions, rest) if multi is None else multi
+    # swings are taken in the pelvis's frame, so twists do not depend on the heading
+    r0 = world[:, :1]
+    a = unit(rest[:, _CHILD] - rest[:, _SINGLE])
+    d = np.einsum("nkba,nkb->nka", np.broadcast_to(r0, (len(r0), len(_SINGLE), 3, 3)),
+                  positions[:, _CHILD] - positions[:, _SINGLE])
+    world[:, _SINGLE] = r0 @ (shortest_arc(a, d) @ twist_matrix(a, twist[:, _SINGLE]))
+    world[:, _LEAVES] = world[:, _LEAF_PARENTS] @ leaf[:, _LEAVES]
+    local = np.swapaxes(world[:, _PARENTS0], -1, -2) @ world
+    local[:, 0] = world[:, 0]
+    return local
+
+
+def features(positions, rest, multi):
+    """(B, 24, 12) network input: positions and parent offsets in the pelvis's frame, and
+    rest offsets (to the parent and to the pelvis)."""
+    canon = (positions - positions[:, :1]) @ multi[:, 0]
+    return np.concatenate([canon, canon - canon[:, _PARENTS0], rest - rest[:, _PARENTS0],
+                           rest - rest[:, :1]], axis=-1)
+
+
+def expected_shapes(cfg):
+    d, f, h = cfg["dim"], NUM_FEATURES, cfg["hidden"]
+    shapes = {"embed": (NUM_JOINTS, d), "inp.weight": (d, f), "inp.bias": (d,),
+              "out_norm.weight": (d,), "out_norm.bias": (d,), "out.weight": (6, d), "out.bias": (6,)}
+    for i in range(cfg["layers"]):
+        shapes.update({
+            f"layers.{i}.norm1.weight": (d,), f"layers.{i}.norm1.bias": (d,),
+            f"layers.{i}.qkv.weight": (3 * d, d), f"layers.{i}.qkv.bias": (3 * d,),
+            f"layers.{i}.proj.weight": (d, d), f"layers.{i}.proj.bias": (d,),
+            f"layers.{i}.norm2.weight": (d,), f"layers.{i}.norm2.bias": (d,),
+            f"layers.{i}.fc1.weight": (h, d), f"layers.{i}.fc1.bias": (h,),
+            f"layers.{i}.fc2.weight": (d, h), f"layers.{i}.fc2.bias": (d,),
+        })
+    return shapes
+
+
+class IkGat:
+    """The numpy IK-GAT. `IkGat.load(path)` checks the file's architecture."""
+
+    def __init__(self, params, config):
+        self.p, self.config = params, config
+        self.heads = config["heads"]
+        self.mask = np.where(hop_distance() <= config["hops"], 0.0, -1e9).astype(np.float32)
+
+    @classmethod
+    def load(cls, path=DEFAULT_WEIGHTS):
+        return cls(*load_weights(path, ARCH, expected_shapes))
+
+    def network(self, x):
+        """(B, 24, 12) features -> (B, 24, 6) raw outputs."""
+        p, heads = self.p, self.heads
+        b = x.shape[0]
+        h = linear(x, p, "inp") + p["embed"]
+        d = h.shape[-1]
+        dh = d // heads
+        scale = np.float32(1.0 / np.sqrt(dh))
+        for i in range(self.config["layers"]):
+            pre = f"layers.{i}."
+            qkv = linear(layer_norm(h, p, pre + "norm1"), p, pre + "qkv")
+            qkv = qkv.reshape(b, NUM_JOINTS, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # (3, B, H, 24, dh)
+            att = (qkv[0] * scale) @ qkv[1].transpose(0, 1, 3, 2) + self.mask
+            att -= att.max(-1, keepdims=True)
+            np.exp(att, out=att)
+            att /= att.sum(-1, keepdims=True)
+            o = (att @ qkv[2]).transpose(0, 2, 1, 3).reshape(b, NUM_JOINTS, d)
+            h = h + linear(o, p, pre + "proj")
+            hidden = linear(layer_norm(h, p, pre + "norm2"), p, pre + "fc1")
+            h = h + linear(np.maximum(hidden, 0.0, out=hidden), p, pre + "fc2")
+        return linear(layer_norm(h, p, "out_norm"), p, "out")
+
+    def __call__(self, positions, rest):
+        """Local rotations (..., 24, 3, 3) for joint positions and rest joints (..., 24, 3),
+        metres, body frame. Runs in float32."""
+        positions = np.asarray(positions, dtype=np.float32)
+        lead = positions.shape[:-2]
+        if positions.shape[-2:] != (NUM_JOINTS, 3):
+            raise SmplIkError(f"IK-GAT needs positions of shape (..., 24, 3), got {positions.shape}")
+        rest = np.broadcast_to(np.asarray(rest, dtype=np.float32), positions.shape).reshape(-1, NUM_JOINTS, 3)
+        positions = positions.reshape(-1, NUM_JOINTS, 3)
+        if not (np.all(np.isfinite(positions)) and np.all(np.isfinite(rest))):
+            raise SmplIkError("IK-GAT input contains NaN or infinite values")
+        multi = _multi_rotations(positions, rest)
+        out = self.network(features(positions, rest, multi))
+        twist = out[..., :2] + np.array([1.0, 0.0], np.float32)
+        leaf = rot6d_to_matrix(out + np.array([1.0, 0, 0, 0, 1.0, 0], np.float32))
+        local = assemble(positions, rest, twist, leaf, multi)
+        return local.astype(np.float64).reshape(lead + (NUM_JOINTS, 3, 3))
+
+
+@lru_cache(maxsize=2)
+def load_ikgat(path=str(DEFAULT_WEIGHTS)):
+    """Cached IkGat for a weights path."""
+    return IkGat.load(path)

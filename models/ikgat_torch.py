@@ -1,0 +1,100 @@
+"""Torch twin of `ikgat` for training: the same parameters (names and shapes) and math."""
+import torch
+from torch import nn
+
+from .ikgat import CHILDREN, MULTI, NUM_FEATURES, PARENTS, SINGLE, hop_distance
+from .rotations_torch import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
+from .skeleton import NUM_JOINTS
+
+
+def twist_matrix(axis, cos_sin):
+    cs = cos_sin / cos_sin.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+    c, s = cs[..., 0:1, None], cs[..., 1:2, None]
+    k = skew(axis)
+    return torch.eye(3, dtype=axis.dtype) + s * k + (1 - c) * (k @ k)
+
+
+def root_rotation(positions, rest):
+    kids = list(CHILDREN[0])
+    return kabsch(rest[..., kids, :] - rest[..., :1, :], positions[..., kids, :] - positions[..., :1, :])
+
+
+_SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
+_LEAVES = [j for j in range(NUM_JOINTS) if not CHILDREN[j]]
+_LEAF_PARENTS = [PARENTS[j] for j in _LEAVES]
+_PARENTS0 = [max(p, 0) for p in PARENTS]
+
+
+def assemble(positions, rest, twist, leaf):
+    """Local rotations (B, 24, 3, 3); the same construction as ikgat.assemble."""
+    world = [None] * NUM_JOINTS
+    for j in MULTI:
+        kids = list(CHILDREN[j])
+        world[j] = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :], positions[..., kids, :] - positions[..., j:j + 1, :])
+    r0 = world[0][..., None, :, :]
+    a = unit(rest[..., _CHILD, :] - rest[..., _SINGLE, :])
+    d = torch.einsum("...ba,...b->...a", r0, positions[..., _CHILD, :] - positions[..., _SINGLE, :])
+    single = r0 @ shortest_arc(a, d) @ twist_matrix(a, twist[..., _SINGLE, :])
+    for n, j in enumerate(_SINGLE):
+        world[j] = single[..., n, :, :]
+    for j, p in zip(_LEAVES, _LEAF_PARENTS):
+        world[j] = world[p] @ leaf[..., j, :, :]
+    world = torch.stack(world, dim=-3)
+    local = world[..., _PARENTS0, :, :].transpose(-1, -2) @ world
+    return torch.cat([world[..., :1, :, :], local[..., 1:, :, :]], dim=-3)
+
+
+def features(positions, rest):
+    r0 = root_rotation(positions, rest)
+    canon = torch.einsum("...ab,...ja->...jb", r0, positions - positions[..., :1, :])
+    parents = [max(p, 0) for p in PARENTS]
+    return torch.cat([canon, canon - canon[..., parents, :], rest - rest[..., parents, :],
+                      rest - rest[..., :1, :]], dim=-1)
+
+
+class Layer(nn.Module):
+    def __init__(self, dim, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+    def forward(self, h, mask):
+        b, n, d = h.shape
+        dh = d // self.heads
+        qkv = self.qkv(self.norm1(h)).reshape(b, n, 3, self.heads, dh)
+        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+        att = torch.softmax(q @ k.transpose(-1, -2) / dh ** 0.5 + mask, dim=-1)
+        h = h + self.proj((att @ v).transpose(1, 2).reshape(b, n, d))
+        return h + self.fc2(torch.relu(self.fc1(self.norm2(h))))
+
+
+class IkGatTorch(nn.Module):
+    def __init__(self, dim=32, hidden=64, heads=2, layers=2, hops=2):
+        super().__init__()
+        self.config = {"arch": "ikgat-v1", "dim": dim, "hidden": hidden, "heads": heads,
+                       "layers": layers, "hops": hops}
+        self.embed = nn.Parameter(0.02 * torch.randn(NUM_JOINTS, dim))
+        self.inp = nn.Linear(NUM_FEATURES, dim)
+        self.layers = nn.ModuleList(Layer(dim, hidden, heads) for _ in range(layers))
+        self.out_norm, self.out = nn.LayerNorm(dim), nn.Linear(dim, 6)
+        nn.init.zeros_(self.out.weight)   # start from the swing-only solution
+        nn.init.zeros_(self.out.bias)
+        mask = torch.where(torch.from_numpy(hop_distance()) <= hops, 0.0, -1e9)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def network(self, x):
+        h = self.inp(x) + self.embed
+        for layer in self.layers:
+            h = layer(h, self.mask.to(h.dtype))
+        return self.out(self.out_norm(h))
+
+    def forward(self, positions, rest):
+        out = self.network(features(positions, rest))
+        twist = out[..., :2] + torch.tensor([1.0, 0.0], dtype=out.dtype)
+        leaf = rot6d_to_matrix(out + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype))
+        return assemble(positions, rest, twist, leaf)
+
+    def numpy_params(self):
+        return {k: v.detach().cpu().numpy() for k, v in self.state_dict().items()}

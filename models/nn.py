@@ -1,0 +1,98 @@
+"""Numpy building blocks of the learned-IK networks and their weight files.
+
+Weights are `.npz` files read with allow_pickle=False: one array per parameter plus
+`__config__`, the architecture's JSON. A JSON file beside each holds the training record.
+The torch twins (`*_torch.py`) define the same parameter names, so a trained state dict
+saves straight into this format.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SmplIkError
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def layer_norm(x, p, prefix, eps=1e-5):
+    inv_n = 1.0 / x.shape[-1]
+    centred = x - x.sum(-1, keepdims=True) * inv_n
+    var = np.einsum("...i,...i->...", centred, centred)[..., None] * inv_n
+    return centred * (p[prefix + ".weight"] / np.sqrt(var + eps)) + p[prefix + ".bias"]
+
+
+def linear(x, p, prefix):
+    """x (..., in) @ W^T + b, as one 2-D BLAS call (numpy's stacked matmul is far slower)."""
+    w = p[prefix + ".weight_t"]
+    return (x.reshape(-1, x.shape[-1]) @ w).reshape(x.shape[:-1] + (w.shape[1],)) + p[prefix + ".bias"]
+
+
+def softmax(x, axis=-1):
+    x = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def save_weights(path, params, config):
+    """Write parameters {name: array} and the config dict to an .npz (temp file, rename)."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+    os.close(fd)
+    try:
+        np.savez(tmp, __config__=np.array(json.dumps(config, sort_keys=True)),
+                 **{k: np.asarray(v, dtype=np.float32) for k, v in params.items()})
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_weights(path, arch, expected_shapes):
+    """Read a weights file, checking it is for `arch` and has exactly the expected arrays.
+
+    expected_shapes: callable(config) -> {name: shape}. Returns (params float64, config).
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        raise SmplIkError(f"{path}: weights file not found") from None
+    except Exception as exc:
+        raise SmplIkError(f"{path}: not a readable weights file ({type(exc).__name__}: {exc})") from None
+    if "__config__" not in arrays:
+        raise SmplIkError(f"{path}: not an SMPL-IK weights file (no __config__)")
+    config = json.loads(str(arrays.pop("__config__")))
+    if config.get("arch") != arch:
+        raise SmplIkError(f"{path}: weights are for architecture {config.get('arch')!r}, not {arch!r}")
+    expected = expected_shapes(config)
+    missing = sorted(set(expected) - set(arrays))
+    extra = sorted(set(arrays) - set(expected))
+    wrong = sorted(k for k in expected if k in arrays and tuple(arrays[k].shape) != tuple(expected[k]))
+    if missing or extra or wrong:
+        detail = "; ".join(filter(None, [
+            f"missing {', '.join(missing[:5])}" if missing else "",
+            f"unexpected {', '.join(extra[:5])}" if extra else "",
+            f"wrong shape {', '.join(f'{k} {arrays[k].shape} != {tuple(expected[k])}' for k in wrong[:3])}" if wrong else "",
+        ]))
+        raise SmplIkError(f"{path}: weights do not fit the {arch} architecture ({detail})")
+    return prepare(arrays), config
+
+
+def prepare(arrays, dtype=np.float32):
+    """Parameters (float32: inference is memory-bound) plus contiguous transposes of every
+    Linear weight, for `linear`."""
+    params = {k: np.ascontiguousarray(v, dtype=dtype) for k, v in arrays.items()}
+    for k in [k for k in params if k.endswith(".weight") and params[k].ndim == 2]:
+        params[k + "_t"] = np.ascontiguousarray(params[k].T)
+    return params

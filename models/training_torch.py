@@ -1,0 +1,117 @@
+"""Training utilities shared by the learned-IK trainers (torch): data, augmentation, bodies.
+
+Training data is the file `scripts/build_dataset.py` writes from retargeted motion capture.
+Every batch draws poses, gives them a random body shape (betas ~ N(0, 1)), mirrors half of
+them left-right and turns them to a random heading.
+"""
+import hashlib
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .body_model import NUM_BETAS, load_body_model
+from .errors import SmplIkError
+from .rotations_torch import axis_angle_to_matrix
+from .skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+
+# Whole clips kept out of training (one or more per kind of motion in cmu_train).
+VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
+                    "cmu_directing_traffic_4.bvh", "cmu_jumping_5.bvh", "cmu_running_5.bvh",
+                    "cmu_soccer_5.bvh", "cmu_walking_20.bvh", "cmu_walking_40.bvh")
+MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("left_") else
+                                 n.replace("right_", "left_")) for n in JOINT_NAMES)
+
+
+@dataclass
+class PoseData:
+    poses: torch.Tensor      # (N, 24, 3) axis-angle
+    clip: np.ndarray         # (N,)
+    clips: list
+    sha256: str
+
+
+def load_pose_data(path, validation=VALIDATION_CLIPS):
+    """(train, validation) PoseData from a build_dataset file, split by whole clips."""
+    path = Path(path)
+    if not path.is_file():
+        raise SmplIkError(f"{path}: training data not found (make it with scripts/build_dataset.py)")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with np.load(path, allow_pickle=False) as d:
+        poses = d["poses"].reshape(-1, NUM_JOINTS, 3).astype(np.float32)
+        clip = d["clip"]
+        clips = [str(c) for c in d["clips"]]
+    names = [Path(c).name for c in clips]
+    held = np.array([n in validation for n in names])
+    is_val = held[clip]
+    if not is_val.any():  # data without the named clips (e.g. a test set): hold out every 8th clip
+        held = np.arange(len(clips)) % 8 == 7
+        is_val = held[clip]
+    make = lambda m: PoseData(torch.from_numpy(poses[m]), clip[m], clips, digest)  # noqa: E731
+    return make(~is_val), make(is_val)
+
+
+class TorchBody:
+    """Rest joints of the open body as a linear function of betas, in torch."""
+
+    def __init__(self, path=None):
+        body = load_body_model(path)
+        j0 = body.joints(np.zeros(NUM_BETAS))
+        jd = np.stack([body.joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], -1)
+        self.j0 = torch.tensor(j0, dtype=torch.float32)
+        self.jd = torch.tensor(jd, dtype=torch.float32)
+
+    def joints(self, betas):
+        return self.j0 + torch.einsum("jcb,nb->njc", self.jd, betas)
+
+
+def fk(local_rot, rest, trans=None):
+    """Torch forward kinematics: (B, 24, 3, 3), (B, 24, 3) -> world rotations, positions."""
+    rots, pos = [local_rot[:, 0]], [rest[:, 0]]
+    for j in range(1, NUM_JOINTS):
+        p = PARENTS[j]
+        rots.append(rots[p] @ local_rot[:, j])
+        pos.append(pos[p] + torch.einsum("bij,bj->bi", rots[p], rest[:, j] - rest[:, p]))
+    rots, pos = torch.stack(rots, 1), torch.stack(pos, 1)
+    if trans is not None:
+        pos = pos + trans[:, None]
+    return rots, pos
+
+
+def sample_batch(data, body, size, gen):
+    """Random poses on random bodies: local rotations (B, 24, 3, 3), rest joints (B, 24, 3)."""
+    idx = torch.randint(len(data.poses), (size,), generator=gen)
+    aa = data.poses[idx].clone()
+    flip = torch.rand(size, generator=gen) < 0.5
+    mirrored = aa[:, list(MIRROR)] * torch.tensor([1.0, -1.0, -1.0])
+    aa = torch.where(flip[:, None, None], mirrored, aa)
+    rot = axis_angle_to_matrix(aa)
+    heading = torch.rand(size, generator=gen) * 2 * np.pi
+    yaw = axis_angle_to_matrix(torch.stack([torch.zeros(size), heading, torch.zeros(size)], -1))
+    rot = torch.cat([(yaw @ rot[:, 0])[:, None], rot[:, 1:]], 1)
+    betas = torch.randn(size, NUM_BETAS, generator=gen)
+    return rot, body.joints(betas)
+
+
+def geodesic(a, b):
+    """Mean geodesic angle (radians) between rotation batches."""
+    cos = ((a.transpose(-1, -2) @ b).diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2
+    return torch.acos(cos.clamp(-1 + 1e-6, 1 - 1e-6))
+
+
+def training_record(config, preset, data, seconds, steps, metrics, extra=None):
+    """The JSON written beside a weights file."""
+    return {"config": config, "preset": preset, "data_sha256": data.sha256,
+            "train_clips": sorted({data.clips[c] for c in np.unique(data.clip)}),
+            "validation_clips": list(VALIDATION_CLIPS), "training_seconds": round(seconds, 1),
+            "steps": steps, "validation": metrics, "torch": torch.__version__,
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} thread(s)",
+            "date": time.strftime("%Y-%m-%d"), **(extra or {})}
+
+
+def write_record(path, record):
+    Path(path).write_text(json.dumps(record, indent=1) + "\n")

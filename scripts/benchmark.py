@@ -1,0 +1,165 @@
+"""Benchmark the learned IK against classical answers on motion capture, one thread.
+
+    python scripts/benchmark.py --data DIR --json OUT [--max-frames N] [--held-out-only]
+
+Every clip in DIR is retargeted with the motion code to get ground-truth SMPL poses on a
+fitted body; --max-frames samples N frames evenly across the clips (fixed seed). Methods:
+  ikgat          IK-GAT: all 24 joint positions -> rotations
+  analytic_full  rotations from bone directions alone (swing only, zero twist)
+  baseline_6pt   optimisation IK (scipy least squares on forward kinematics with a pose
+                 prior) from the rest pose, on SMPL-IK's 6 points: pelvis, neck, wrists,
+                 ankles (positions)
+  smplik_*       the effector networks, once their weights are in models/weights/
+Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error),
+effector_mm (effector methods), ms_single (median, one pose at a time) and per_s_batch
+(poses per second in batches of 1024). Prints a table and writes JSON
+{"frames": N, "methods": {NAME: {...}}}.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # one thread, as the figures promise
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.body_model import load_body_model  # noqa: E402
+from models.bvh import read_bvh  # noqa: E402
+from models.errors import SmplIkError  # noqa: E402
+from models.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat, analytic_rotations  # noqa: E402
+from models.kinematics import forward_kinematics  # noqa: E402
+from models.retarget import retarget  # noqa: E402
+from models.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
+from models.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
+
+SIX_POINTS = tuple(JOINT_INDEX[n] for n in ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle"))
+VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh", "cmu_directing_traffic_4.bvh",
+                    "cmu_jumping_5.bvh", "cmu_running_5.bvh", "cmu_soccer_5.bvh", "cmu_walking_20.bvh",
+                    "cmu_walking_40.bvh")
+
+
+def ground_truth(folder, max_frames, held_out_only, seed=0):
+    """Local rotations (N, 24, 3, 3), rest joints (N, 24, 3), positions (N, 24, 3), clip names."""
+    body = load_body_model()
+    files = sorted(folder.glob("*.bvh"))
+    if held_out_only:
+        files = [f for f in files if f.name in VALIDATION_CLIPS]
+    if not files:
+        raise SystemExit(f"{folder}: no BVH clips to benchmark on")
+    rots, rests, poss, names = [], [], [], []
+    for f in files:
+        try:
+            r = retarget(read_bvh(f), body)
+        except SmplIkError as exc:
+            print(f"skipped {f.name}: {exc}", file=sys.stderr)
+            continue
+        rot = axis_angle_to_matrix(r.poses)[1:]  # frame 0 of a clip is often a reference pose
+        rest = body.joints(r.betas)
+        pos = forward_kinematics(rot, rest, PARENTS, r.trans[1:]).positions
+        rots.append(rot)
+        rests.append(np.broadcast_to(rest, pos.shape))
+        poss.append(pos)
+        names += [f.name] * len(rot)
+    rot, rest, pos = (np.concatenate(x) for x in (rots, rests, poss))
+    if max_frames and max_frames < len(rot):
+        idx = np.sort(np.random.default_rng(seed).choice(len(rot), max_frames, replace=False))
+        rot, rest, pos = rot[idx], rest[idx], pos[idx]
+        names = [names[i] for i in idx]
+    return rot, rest, pos, sorted(set(names))
+
+
+def score(pred_rot, rest, pos, gt_rot, effectors=None):
+    """MPJPE (mm, root placed at the true pelvis) and geodesic error (deg) of local rotations."""
+    fk = forward_kinematics(pred_rot, rest, PARENTS, pos[:, 0] - rest[:, 0]).positions
+    out = {"mpjpe_mm": float(np.linalg.norm(fk - pos, axis=-1).mean() * 1000),
+           "geodesic_deg": float(np.degrees(geodesic_angle(pred_rot, gt_rot)).mean())}
+    if effectors is not None:
+        out["effector_mm"] = float(np.linalg.norm(fk[:, effectors] - pos[:, effectors], axis=-1).mean() * 1000)
+    return out
+
+
+def timing(fn, single_inputs, batch_inputs, repeats=100):
+    times = []
+    for i in range(repeats):
+        args = [x[i % len(x)][None] for x in single_inputs]
+        t = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    fn(*batch_inputs)
+    batch_s = time.perf_counter() - t
+    return {"ms_single": statistics.median(times) * 1000, "per_s_batch": len(batch_inputs[0]) / batch_s}
+
+
+def baseline_6pt(pos, rest, prior=0.05):
+    """Optimisation IK from the rest pose: 6 effector positions, axis-angle pose prior."""
+    from scipy.optimize import least_squares
+
+    out = np.zeros(pos.shape[:-1] + (3, 3))
+    for n in range(len(pos)):
+        target = pos[n, list(SIX_POINTS)]
+
+        def residual(x):
+            rot = axis_angle_to_matrix(x[:72].reshape(24, 3))
+            p = forward_kinematics(rot, rest[n], PARENTS, x[72:]).positions
+            return np.concatenate([(p[list(SIX_POINTS)] - target).ravel(), prior * x[3:72]])
+
+        x0 = np.zeros(75)
+        x0[72:] = target[0] - rest[n, 0]
+        sol = least_squares(residual, x0, method="trf", max_nfev=200)
+        out[n] = axis_angle_to_matrix(sol.x[:72].reshape(24, 3))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True, help="folder of BVH clips")
+    ap.add_argument("--json", type=Path, required=True, help="JSON output")
+    ap.add_argument("--max-frames", type=int, default=2000, help="frames sampled across the clips (default 2000)")
+    ap.add_argument("--held-out-only", action="store_true", help="only the clips the networks were not trained on")
+    ap.add_argument("--baseline-frames", type=int, default=100,
+                    help="frames for the (slow) optimisation baseline (default 100)")
+    args = ap.parse_args(argv)
+
+    gt_rot, rest, pos, clips = ground_truth(args.data, args.max_frames, args.held_out_only)
+    n = len(gt_rot)
+    batch = [np.resize(pos, (1024,) + pos.shape[1:]), np.resize(rest, (1024,) + rest.shape[1:])]
+    methods = {}
+    methods["analytic_full"] = {**score(analytic_rotations(pos, rest), rest, pos, gt_rot),
+                                **timing(analytic_rotations, [pos, rest], batch)}
+    if IKGAT_WEIGHTS.exists():
+        net = IkGat.load()
+        methods["ikgat"] = {**score(net(pos, rest), rest, pos, gt_rot), **timing(net, [pos, rest], batch)}
+    else:
+        print(f"ikgat skipped: {IKGAT_WEIGHTS} not trained yet", file=sys.stderr)
+    k = min(args.baseline_frames, n)
+    t = time.perf_counter()
+    base = baseline_6pt(pos[:k], rest[:k])
+    per_pose = (time.perf_counter() - t) / k
+    methods["baseline_6pt"] = {**score(base, rest[:k], pos[:k], gt_rot[:k], list(SIX_POINTS)),
+                               "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
+    report = {"frames": n, "data": str(args.data), "held_out_only": args.held_out_only, "clips": clips,
+              "methods": {m: {key: round(v, 3) if isinstance(v, float) else v for key, v in r.items()}
+                          for m, r in methods.items()}}
+    print(f"{n} frames from {len(clips)} clips in {args.data}")
+    cols = ("mpjpe_mm", "geodesic_deg", "effector_mm", "ms_single", "per_s_batch")
+    print(f"{'method':16}" + "".join(f"{c:>14}" for c in cols))
+    for name, r in report["methods"].items():
+        print(f"{name:16}" + "".join(f"{r[c]:>14.3f}" if c in r else f"{'':>14}" for c in cols))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Train IK-GAT (joint positions -> rotations) and write numpy weights plus a JSON record.
+
+    python scripts/train_ikgat.py [--preset smoke|full] [--data FILE] [--out FILE]
+
+--data is a file from scripts/build_dataset.py; by default out/cmu_train_smpl.npz, built from
+../shared/data/mocap/cmu_train on first use. Whole clips listed in
+models/training_torch.py are held out for validation. Presets: `smoke` (CI, under a minute),
+`full` (the shipped weights; a time budget on 2 CPU cores, see --minutes).
+"""
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
+from models.ikgat_torch import IkGatTorch  # noqa: E402
+from models.nn import prepare, save_weights  # noqa: E402
+from models.rotations import geodesic_angle  # noqa: E402
+from models.training_torch import (TorchBody, fk, geodesic, load_pose_data, sample_batch,  # noqa: E402
+                                   training_record, write_record)
+
+PRESETS = {
+    "smoke": {"minutes": 0.4, "batch": 64, "lr": 2e-3, "max_steps": 150},
+    "full": {"minutes": 45.0, "batch": 256, "lr": 2e-3, "max_steps": 10 ** 9},
+}
+DEFAULT_DATA = ROOT / "out" / "cmu_train_smpl.npz"
+MOCAP = ROOT.parent / "shared" / "data" / "mocap" / "cmu_train"
+# Tips beyond the leaves (head top, hand tips, toes), so the FK loss sees leaf rotations.
+TIPS = {15: (0.0, 0.15, 0.0), 22: (0.1, 0.0, 0.0), 23: (-0.1, 0.0, 0.0), 10: (0.0, 0.0, 0.06),
+        11: (0.0, 0.0, 0.06)}
+
+
+def ensure_data(path):
+    if Path(path).exists() or Path(path) != DEFAULT_DATA:
+        return path
+    if not MOCAP.is_dir():
+        raise SystemExit(f"no training data: {path} is missing and {MOCAP} is not here")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_dataset.py"), str(MOCAP), "--out", str(path),
+                    "--fps", "60", "--skip-first", "1", "--jobs", "2"], check=True)
+    return path
+
+
+def fk_loss(local_pred, local_true, rest):
+    """Mean distance (m) of joints and leaf tips under predicted vs. true rotations."""
+    wp, pp = fk(local_pred, rest)
+    wt, pt = fk(local_true, rest)
+    tips = torch.tensor(list(TIPS.values()))
+    leaves = list(TIPS)
+    tp = pp[:, leaves] + torch.einsum("blij,lj->bli", wp[:, leaves], tips)
+    tt = pt[:, leaves] + torch.einsum("blij,lj->bli", wt[:, leaves], tips)
+    return (pp - pt).norm(dim=-1).mean() + (tp - tt).norm(dim=-1).mean()
+
+
+def evaluate(model, data, body, frames=2000, seed=1):
+    """Validation through the numpy runtime: geodesic error (deg) and MPJPE (mm)."""
+    gen = torch.Generator().manual_seed(seed)
+    rot, rest = sample_batch(data, body, min(frames, len(data.poses)), gen)
+    _, pos = fk(rot, rest)
+    net = IkGat(prepare(model.numpy_params()), model.config)
+    pred = net(pos.numpy(), rest.numpy())
+    _, pos_pred = fk(torch.from_numpy(pred).float(), rest)
+    return {"geodesic_deg": round(float(np.degrees(geodesic_angle(pred, rot.numpy().astype(np.float64))).mean()), 3),
+            "mpjpe_mm": round(float((pos_pred - pos).norm(dim=-1).mean() * 1000), 3)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", choices=PRESETS, default="full")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS)
+    ap.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    cfg = dict(PRESETS[args.preset])
+    if args.minutes:
+        cfg["minutes"] = args.minutes
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    train, val = load_pose_data(ensure_data(args.data))
+    body = TorchBody()
+    model = IkGatTorch()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(args.seed)
+    budget = cfg["minutes"] * 60
+    start = time.time()
+    step, losses = 0, []
+    while step < cfg["max_steps"] and time.time() - start < budget:
+        frac = (time.time() - start) / budget
+        for g in opt.param_groups:  # cosine decay over the time budget
+            g["lr"] = cfg["lr"] * 0.5 * (1 + np.cos(np.pi * min(frac, 1.0)))
+        rot, rest = sample_batch(train, body, cfg["batch"], gen)
+        _, pos = fk(rot, rest)
+        pred = model(pos, rest)
+        loss = geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        step += 1
+        if step % 200 == 0 or step == 1:
+            print(f"step {step} loss {np.mean(losses[-200:]):.4f} ({time.time() - start:.0f} s)", flush=True)
+    seconds = time.time() - start
+    metrics = evaluate(model, val, body)
+    metrics.update({"first_loss": round(float(np.mean(losses[:10])), 4),
+                    "last_loss": round(float(np.mean(losses[-10:])), 4)})
+    save_weights(args.out, model.numpy_params(), model.config)
+    write_record(args.out.with_suffix(".json"), training_record(model.config, args.preset, train, seconds, step, metrics))
+    print(f"{args.out}: {step} steps in {seconds:.0f} s; validation {metrics}")
+
+
+if __name__ == "__main__":
+    main()
