@@ -39,7 +39,10 @@ from models.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat, analytic_rotat
 from models.kinematics import forward_kinematics  # noqa: E402
 from models.retarget import retarget  # noqa: E402
 from models.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
+from models.refine import refine_pose  # noqa: E402
 from models.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
+from models.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, Effector, SmplIk, encode_effectors  # noqa: E402
+from models.smplik import six_point_effectors  # noqa: E402
 
 SIX_POINTS = tuple(JOINT_INDEX[n] for n in ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle"))
 VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh", "cmu_directing_traffic_4.bvh",
@@ -77,14 +80,56 @@ def ground_truth(folder, max_frames, held_out_only, seed=0):
     return rot, rest, pos, sorted(set(names))
 
 
-def score(pred_rot, rest, pos, gt_rot, effectors=None):
-    """MPJPE (mm, root placed at the true pelvis) and geodesic error (deg) of local rotations."""
-    fk = forward_kinematics(pred_rot, rest, PARENTS, pos[:, 0] - rest[:, 0]).positions
+def score(pred_rot, rest, pos, gt_rot, trans=None, effectors=None):
+    """MPJPE (mm) and geodesic error (deg) of local rotations; without `trans` the root is put
+    at the true pelvis (position-to-rotation methods). effectors: per frame, the joints with
+    position effectors, for effector_mm."""
+    trans = pos[:, 0] - rest[:, 0] if trans is None else trans
+    fk = forward_kinematics(pred_rot, rest, PARENTS, trans).positions
     out = {"mpjpe_mm": float(np.linalg.norm(fk - pos, axis=-1).mean() * 1000),
            "geodesic_deg": float(np.degrees(geodesic_angle(pred_rot, gt_rot)).mean())}
     if effectors is not None:
-        out["effector_mm"] = float(np.linalg.norm(fk[:, effectors] - pos[:, effectors], axis=-1).mean() * 1000)
+        err = [np.linalg.norm(fk[n, e] - pos[n, e], axis=-1) for n, e in enumerate(effectors) if len(e)]
+        out["effector_mm"] = float(np.concatenate(err).mean() * 1000)
     return out
+
+
+def random_effectors(pos, world, rng):
+    """3-12 effectors of random kinds per frame (positions 60%, rotations 25%, look-ats 15%)."""
+    sets = []
+    for n in range(len(pos)):
+        k = rng.integers(3, 13)
+        effs = []
+        for j in rng.permutation(24)[:k]:
+            u = rng.random()
+            if u < 0.6:
+                effs.append(Effector(int(j), "position", tuple(pos[n, j])))
+            elif u < 0.85:
+                effs.append(Effector(int(j), "rotation", world[n, j]))
+            else:
+                axis = rng.normal(size=3)
+                axis /= np.linalg.norm(axis)
+                effs.append(Effector(int(j), "look_at", tuple(pos[n, j] + world[n, j] @ axis * rng.uniform(0.3, 2)),
+                                     tuple(axis)))
+        sets.append(effs)
+    return sets
+
+
+def smplik_batch(net, sets, rest):
+    """Solve many effector sets at once (padded): local rotations, trans."""
+    enc = [encode_effectors(e) for e in sets]
+    width = max(len(j) for j, _, _ in enc)
+    n = len(sets)
+    joints, feats = np.zeros((n, width), np.int64), np.zeros((n, width, 16))
+    mask, positional = np.zeros((n, width)), np.zeros((n, width))
+    for i, (j, f, p) in enumerate(enc):
+        joints[i, :len(j)], feats[i, :len(j)], mask[i, :len(j)], positional[i, :len(j)] = j, f, 1, p
+    return net.predict(joints, feats, mask, positional, rest)
+
+
+def effector_joints(sets):
+    return [[int(e.joint) if not isinstance(e.joint, str) else JOINT_INDEX[e.joint]
+             for e in effs if e.kind == "position"] for effs in sets]
 
 
 def timing(fn, single_inputs, batch_inputs, repeats=100):
@@ -101,23 +146,26 @@ def timing(fn, single_inputs, batch_inputs, repeats=100):
 
 
 def baseline_6pt(pos, rest, prior=0.05):
-    """Optimisation IK from the rest pose: 6 effector positions, axis-angle pose prior."""
+    """Optimisation IK from the rest pose: 6 effector positions, axis-angle pose prior.
+    Returns local rotations (N, 24, 3, 3) and trans (N, 3)."""
     from scipy.optimize import least_squares
 
-    out = np.zeros(pos.shape[:-1] + (3, 3))
+    out, out_trans = np.zeros(pos.shape[:-1] + (3, 3)), np.zeros((len(pos), 3))
+    six = list(SIX_POINTS)
     for n in range(len(pos)):
-        target = pos[n, list(SIX_POINTS)]
+        target = pos[n, six]
 
         def residual(x):
             rot = axis_angle_to_matrix(x[:72].reshape(24, 3))
             p = forward_kinematics(rot, rest[n], PARENTS, x[72:]).positions
-            return np.concatenate([(p[list(SIX_POINTS)] - target).ravel(), prior * x[3:72]])
+            return np.concatenate([(p[six] - target).ravel(), prior * x[3:72]])
 
         x0 = np.zeros(75)
         x0[72:] = target[0] - rest[n, 0]
         sol = least_squares(residual, x0, method="trf", max_nfev=200)
         out[n] = axis_angle_to_matrix(sol.x[:72].reshape(24, 3))
-    return out
+        out_trans[n] = sol.x[72:]
+    return out, out_trans
 
 
 def main(argv=None):
@@ -142,11 +190,41 @@ def main(argv=None):
         methods["ikgat"] = {**score(net(pos, rest), rest, pos, gt_rot), **timing(net, [pos, rest], batch)}
     else:
         print(f"ikgat skipped: {IKGAT_WEIGHTS} not trained yet", file=sys.stderr)
+    if SMPLIK_WEIGHTS.exists():
+        net = SmplIk.load()
+        world = forward_kinematics(gt_rot, rest, PARENTS, pos[:, 0] - rest[:, 0]).rotations
+        six = [six_point_effectors(p) for p in pos]
+        local, trans = smplik_batch(net, six, rest)
+        one = lambda effs, r: net.solve(effs, r, refine=False)  # noqa: E731
+        times = []
+        for i in range(100):
+            t = time.perf_counter()
+            one(six[i % n], rest[i % n])
+            times.append(time.perf_counter() - t)
+        big = [six[i % n] for i in range(1024)]
+        t = time.perf_counter()
+        smplik_batch(net, big, np.resize(rest, (1024,) + rest.shape[1:]))
+        rate = 1024 / (time.perf_counter() - t)
+        methods["smplik_6pt"] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
+                                 "ms_single": statistics.median(times) * 1000, "per_s_batch": rate}
+        t = time.perf_counter()
+        refined = [refine_pose(local[i], trans[i], rest[i], six[i]) for i in range(n)]
+        per_pose = (time.perf_counter() - t) / n
+        methods["smplik_6pt_refined"] = {
+            **score(np.stack([r[0] for r in refined]), rest, pos, gt_rot, np.stack([r[1] for r in refined]),
+                    [list(SIX_POINTS)] * n),
+            "ms_single": per_pose * 1000 + methods["smplik_6pt"]["ms_single"], "per_s_batch": 1 / per_pose}
+        sets = random_effectors(pos, world, np.random.default_rng(0))
+        local, trans = smplik_batch(net, sets, rest)
+        methods["smplik_random"] = {**score(local, rest, pos, gt_rot, trans, effector_joints(sets)),
+                                    "ms_single": methods["smplik_6pt"]["ms_single"], "per_s_batch": rate}
+    else:
+        print(f"smplik skipped: {SMPLIK_WEIGHTS} not trained yet", file=sys.stderr)
     k = min(args.baseline_frames, n)
     t = time.perf_counter()
     base = baseline_6pt(pos[:k], rest[:k])
     per_pose = (time.perf_counter() - t) / k
-    methods["baseline_6pt"] = {**score(base, rest[:k], pos[:k], gt_rot[:k], list(SIX_POINTS)),
+    methods["baseline_6pt"] = {**score(base[0], rest[:k], pos[:k], gt_rot[:k], base[1], [list(SIX_POINTS)] * k),
                                "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
     report = {"frames": n, "data": str(args.data), "held_out_only": args.held_out_only, "clips": clips,
               "methods": {m: {key: round(v, 3) if isinstance(v, float) else v for key, v in r.items()}

@@ -27,7 +27,7 @@ from models.training_torch import (TorchBody, fk, geodesic, load_pose_data, samp
                                    training_record, write_record)
 
 PRESETS = {
-    "smoke": {"minutes": 0.4, "batch": 64, "lr": 2e-3, "max_steps": 150},
+    "smoke": {"minutes": 1.0, "batch": 64, "lr": 2e-3, "max_steps": 150},
     "full": {"minutes": 45.0, "batch": 256, "lr": 2e-3, "max_steps": 10 ** 9},
 }
 DEFAULT_DATA = ROOT / "out" / "cmu_train_smpl.npz"

@@ -1,0 +1,156 @@
+"""Train SMPL-IK (effectors -> pose) and write numpy weights plus a JSON record.
+
+    python scripts/train_smplik.py [--preset smoke|full] [--data FILE] [--out FILE]
+
+--data is a file from scripts/build_dataset.py (default out/cmu_train_smpl.npz, built from
+../shared/data/mocap/cmu_train on first use); whole clips listed in models/training_torch.py
+are held out for validation. Each training pose gets a random body shape, mirroring, a random
+heading and position, and a random set of 3-12 effectors (positions 60%, rotations 25%,
+look-ats 15%), or SMPL-IK's six points (30% of poses).
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.nn import prepare, save_weights  # noqa: E402
+from models.rotations import geodesic_angle  # noqa: E402
+from models.rotations_torch import matrix_to_rot6d, unit  # noqa: E402
+from models.skeleton import JOINT_INDEX, NUM_JOINTS  # noqa: E402
+from models.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SmplIk  # noqa: E402
+from models.smplik_torch import SmplIkTorch  # noqa: E402
+from models.training_torch import (TorchBody, fk, geodesic, load_pose_data, sample_batch,  # noqa: E402
+                                   training_record, write_record)
+from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
+
+PRESETS = {
+    "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 150},
+    "full": {"minutes": 45.0, "batch": 128, "lr": 1e-3, "max_steps": 10 ** 9},
+}
+MAX_EFF = 12
+SIX = [JOINT_INDEX[n] for n in ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")]
+
+
+def make_effectors(world, pos, gen, six_share=0.3):
+    """Random effector sets for a batch: joints (B, E), feats (B, E, 16), mask, positional,
+    kinds (B, E), axes (B, E, 3) (look-at axes)."""
+    b = len(pos)
+    joints = torch.argsort(torch.rand(b, NUM_JOINTS, generator=gen), dim=1)[:, :MAX_EFF]
+    count = torch.randint(3, MAX_EFF + 1, (b,), generator=gen)
+    u = torch.rand(b, MAX_EFF, generator=gen)
+    kinds = torch.where(u < 0.6, 0, torch.where(u < 0.85, 1, 2))
+    six = torch.rand(b, generator=gen) < six_share
+    joints[six, :6] = torch.tensor(SIX)
+    kinds[six] = 0
+    count[six] = 6
+    mask = (torch.arange(MAX_EFF)[None] < count[:, None]).float()
+    rows = torch.arange(b)[:, None]
+    p, g = pos[rows, joints], world[rows, joints]                       # (B, E, 3), (B, E, 3, 3)
+    axes = unit(torch.randn(b, MAX_EFF, 3, generator=gen))
+    dist = 0.3 + 1.7 * torch.rand(b, MAX_EFF, 1, generator=gen)
+    look = p + dist * torch.einsum("beij,bej->bei", g, axes)
+    weight = torch.where(torch.rand(b, MAX_EFF, generator=gen) < 0.8, torch.ones(b, MAX_EFF),
+                         0.1 + 0.9 * torch.rand(b, MAX_EFF, generator=gen))
+    feats = torch.zeros(b, MAX_EFF, NUM_FEATURES)
+    feats[..., :3] = torch.nn.functional.one_hot(kinds, 3).float()
+    feats[..., 3:6] = torch.where((kinds == 0)[..., None], p, torch.where((kinds == 2)[..., None], look, 0.0))
+    feats[..., 6:12] = torch.where((kinds == 1)[..., None], matrix_to_rot6d(g), 0.0)
+    feats[..., 12:15] = torch.where((kinds == 2)[..., None], axes, 0.0)
+    feats[..., 15] = weight
+    positional = (kinds != 1).float()
+    return joints, feats, mask, positional, kinds, axes
+
+
+def batch(data, body, size, gen):
+    rot, rest = sample_batch(data, body, size, gen)
+    trans = torch.stack([2 * torch.rand(size, generator=gen) - 1, 0.4 * torch.rand(size, generator=gen) - 0.2,
+                         2 * torch.rand(size, generator=gen) - 1], -1)
+    world, pos = fk(rot, rest, trans)
+    return rot, rest, trans, world, pos
+
+
+def losses(model, rot, rest, world, pos, eff):
+    joints, feats, mask, positional, kinds, axes = eff
+    local, trans = model(joints, feats, mask, positional, rest)
+    w_pred, p_pred = fk(local, rest, trans)
+    rows = torch.arange(len(pos))[:, None]
+    m = mask * feats[..., 15]
+    pe = (p_pred[rows, joints] - feats[..., 3:6]).norm(dim=-1)
+    re = geodesic(w_pred[rows, joints], world[rows, joints])
+    d = unit(feats[..., 3:6] - p_pred[rows, joints])
+    le = 1 - (torch.einsum("beij,bej->bei", w_pred[rows, joints], axes) * d).sum(-1)
+    eff_loss = (m * torch.where(kinds == 0, 5 * pe, torch.where(kinds == 1, re, le))).sum() / m.sum()
+    return geodesic(local, rot).mean() + 5 * (p_pred - pos).norm(dim=-1).mean() + eff_loss
+
+
+def evaluate(model, data, body, frames=1000, seed=1):
+    """Validation through the numpy runtime: MPJPE (mm) and geodesic (deg), 6 points and random."""
+    gen = torch.Generator().manual_seed(seed)
+    rot, rest, trans, world, pos = batch(data, body, min(frames, len(data.poses)), gen)
+    net = SmplIk(prepare(model.numpy_params()), model.config)
+    out = {}
+    for name, share in (("six_points", 1.0), ("random", 0.0)):
+        joints, feats, mask, positional, _, _ = make_effectors(world, pos, gen, six_share=share)
+        local, tr = net.predict(joints.numpy(), feats.double().numpy(), mask.double().numpy(),
+                                positional.double().numpy(), rest.double().numpy())
+        _, p = fk(torch.from_numpy(local).float(), rest, torch.from_numpy(tr).float())
+        out[f"{name}_mpjpe_mm"] = round(float((p - pos).norm(dim=-1).mean() * 1000), 2)
+        out[f"{name}_geodesic_deg"] = round(float(np.degrees(geodesic_angle(local, rot.double().numpy())).mean()), 2)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", choices=PRESETS, default="full")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS)
+    ap.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    cfg = dict(PRESETS[args.preset])
+    if args.minutes:
+        cfg["minutes"] = args.minutes
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    train, val = load_pose_data(ensure_data(args.data))
+    body = TorchBody()
+    model = SmplIkTorch()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(args.seed)
+    budget = cfg["minutes"] * 60
+    start, step, history = time.time(), 0, []
+    while step < cfg["max_steps"] and time.time() - start < budget:
+        frac = (time.time() - start) / budget
+        for g in opt.param_groups:
+            g["lr"] = cfg["lr"] * 0.5 * (1 + np.cos(np.pi * min(frac, 1.0)))
+        rot, rest, _, world, pos = batch(train, body, cfg["batch"], gen)
+        loss = losses(model, rot, rest, world, pos, make_effectors(world, pos, gen))
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        history.append(loss.item())
+        step += 1
+        if step % 200 == 0 or step == 1:
+            print(f"step {step} loss {np.mean(history[-200:]):.4f} ({time.time() - start:.0f} s)", flush=True)
+    seconds = time.time() - start
+    metrics = evaluate(model, val, body)
+    metrics.update({"first_loss": round(float(np.mean(history[:10])), 4),
+                    "last_loss": round(float(np.mean(history[-10:])), 4)})
+    save_weights(args.out, model.numpy_params(), model.config)
+    write_record(args.out.with_suffix(".json"), training_record(
+        model.config, args.preset, train, seconds, step, metrics,
+        {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF}))
+    print(f"{args.out}: {step} steps in {seconds:.0f} s; validation {metrics}")
+
+
+if __name__ == "__main__":
+    main()

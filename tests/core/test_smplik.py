@@ -1,0 +1,147 @@
+"""SMPL-IK and the refinement: numpy vs torch, effector checks, exactness, far targets."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.errors import SmplIkError
+from models.kinematics import forward_kinematics
+from models.nn import prepare, save_weights
+from models.refine import effector_errors, refine_pose
+from models.rotations import axis_angle_to_matrix, geodesic_angle
+from models.skeleton import JOINT_INDEX, PARENTS
+from models.smplik import DEFAULT_WEIGHTS, Effector, SmplIk, encode_effectors, six_point_effectors
+
+ROOT = Path(__file__).resolve().parents[2]
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def random_model():
+    from models.smplik_torch import SmplIkTorch
+
+    torch.manual_seed(0)
+    model = SmplIkTorch(dim=32, hidden=64, dec_dim=64, dec_hidden=128).double()
+    for p in model.out.parameters():
+        torch.nn.init.normal_(p, std=0.05)
+    return model
+
+
+def true_pose(open_body, rng, scale=0.3):
+    rest = open_body.joints(rng.normal(size=10))
+    rot = axis_angle_to_matrix(rng.normal(scale=scale, size=(24, 3)))
+    fk = forward_kinematics(rot, rest, PARENTS, rng.normal(scale=0.3, size=3))
+    return rot, rest, fk
+
+
+def mixed_effectors(fk):
+    return six_point_effectors(fk.positions) + [
+        Effector("head", "rotation", fk.rotations[JOINT_INDEX["head"]]),
+        Effector("left_hand", "look_at", tuple(fk.positions[22] + fk.rotations[22] @ [0.4, 0, 0]), (1, 0, 0), 0.5),
+    ]
+
+
+def test_numpy_matches_torch(random_model, open_body, rng):
+    _, rest, fk = true_pose(open_body, rng)
+    joints, feats, positional = encode_effectors(mixed_effectors(fk))
+    net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
+    local, trans = net.predict(joints[None], feats[None], np.ones((1, len(joints))), positional[None], rest[None])
+    ref_local, ref_trans = random_model(torch.from_numpy(joints[None]), torch.from_numpy(feats[None]),
+                                        torch.ones(1, len(joints), dtype=torch.float64),
+                                        torch.from_numpy(positional[None]).double(), torch.from_numpy(rest[None]))
+    assert np.abs(local - ref_local.detach().numpy()).max() < 1e-4
+    assert np.abs(trans - ref_trans.detach().numpy()).max() < 1e-4
+
+
+def test_order_of_effectors_does_not_matter(random_model, open_body, rng):
+    _, rest, fk = true_pose(open_body, rng)
+    net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
+    effs = mixed_effectors(fk)
+    a = net.solve(effs, rest, refine=False)
+    b = net.solve(effs[::-1], rest, refine=False)
+    assert np.allclose(a.local_rot, b.local_rot, atol=1e-5) and np.allclose(a.trans, b.trans, atol=1e-5)
+
+
+def test_refinement_makes_effectors_exact_and_stays_close(open_body, rng):
+    rot, rest, fk = true_pose(open_body, rng)
+    effs = mixed_effectors(fk)
+    start = axis_angle_to_matrix(rng.normal(scale=0.05, size=(24, 3))) @ rot
+    local, trans = refine_pose(start, fk.positions[0] - rest[0] + 0.03, rest, effs)
+    errors = effector_errors(effs, local, trans, rest)
+    assert errors.max() < 1e-4, errors
+    # joints no effector pins stay near where the start put them
+    free = [JOINT_INDEX[n] for n in ("left_knee", "right_knee", "spine2")]
+    moved = np.degrees(geodesic_angle(local[free], start[free]))
+    assert moved.max() < 15, moved
+
+
+def test_far_targets_give_a_finite_stretched_pose(open_body, rng):
+    rot, rest, fk = true_pose(open_body, rng)
+    effs = [Effector("left_wrist", "position", (8.0, 1.0, 0.0)), Effector("pelvis", "position", tuple(fk.positions[0]))]
+    local, trans = refine_pose(rot, fk.positions[0] - rest[0], rest, effs)
+    assert np.all(np.isfinite(local)) and np.all(np.isfinite(trans))
+    assert np.allclose(local @ np.swapaxes(local, -1, -2), np.eye(3), atol=1e-6)
+    pos = forward_kinematics(local, rest, PARENTS, trans).positions
+    # the arm reaches towards the target
+    assert np.linalg.norm(pos[JOINT_INDEX["left_wrist"]] - [8, 1, 0]) < np.linalg.norm(fk.positions[JOINT_INDEX["left_wrist"]] - [8, 1, 0])
+
+
+@pytest.mark.parametrize("effectors,message", [
+    ([], "no effectors"),
+    ([Effector("left_wirst", "position", (0, 0, 0))], "unknown SMPL joint 'left_wirst'"),
+    ([Effector("head", "position", (0, np.nan, 0))], "effector on head: target, axis and weight must be finite"),
+    ([Effector("head", "position", (0, np.inf, 0))], "must be finite"),
+    ([Effector("head", "teleport", (0, 0, 0))], "unknown kind 'teleport'"),
+    ([Effector("head", "rotation", np.eye(3) * 2)], "must be a 3x3 rotation matrix"),
+    ([Effector("head", "look_at", (0, 0, 1), (0, 0, 0))], "non-zero local axis"),
+    ([Effector("head", "position", (0, 0, 0), weight=0.0)], r"weight must be in \(0, 1\]"),
+])
+def test_bad_effectors(effectors, message):
+    with pytest.raises(SmplIkError, match=message):
+        encode_effectors(effectors)
+
+
+def test_weights_from_another_architecture_are_refused(random_model, tmp_path):
+    from models.ikgat import IkGat
+
+    save_weights(tmp_path / "s.npz", random_model.numpy_params(), random_model.config)
+    SmplIk.load(tmp_path / "s.npz")
+    with pytest.raises(SmplIkError, match="architecture 'smplik-v1', not 'ikgat-v1'"):
+        IkGat.load(tmp_path / "s.npz")
+
+
+def test_smoke_training_reduces_loss(tmp_path, rng):
+    data = tmp_path / "poses.npz"
+    n = 400
+    aa = (rng.uniform(-1, 1, size=(n, 1)) * rng.normal(scale=0.6, size=(1, 72))).astype(np.float32)
+    np.savez(data, poses=aa, clip=np.repeat(np.arange(8), n // 8).astype(np.int32),
+             clips=np.array([f"clip{i}.bvh" for i in range(8)]))
+    out = tmp_path / "smplik.npz"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_smplik.py"), "--preset", "smoke",
+                          "--data", str(data), "--out", str(out), "--threads", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert record["validation"]["last_loss"] < 0.9 * record["validation"]["first_loss"]
+    assert record["steps"] == 150
+    SmplIk.load(out)
+
+
+@pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/smplik.npz not trained yet")
+def test_shipped_model_solves_six_points(open_body):
+    """Loose bounds that a broken or untrained model fails."""
+    rng = np.random.default_rng(11)
+    net = SmplIk.load()
+    errors, refined = [], []
+    for _ in range(20):
+        rot, rest, fk = true_pose(open_body, rng, scale=0.15)
+        effs = six_point_effectors(fk.positions)
+        sol = net.solve(effs, rest, refine=False)
+        errors.append(np.linalg.norm(sol.positions - fk.positions, axis=-1).mean())
+        ref = net.solve(effs, rest, refine=True)
+        refined.append(effector_errors(effs, ref.local_rot, ref.trans, rest).max())
+    assert np.mean(errors) < 0.10  # 10 cm: an untrained model is far off
+    assert max(refined) < 1e-3
