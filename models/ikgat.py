@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import SmplIkError
-from .nn import WEIGHTS_DIR, layer_norm, linear, load_weights, softmax
+from .nn import WEIGHTS_DIR, layer_norm, linear, load_weights
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, unit
 from .skeleton import NUM_JOINTS, PARENTS
 

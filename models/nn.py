@@ -32,12 +32,6 @@ def linear(x, p, prefix):
     return (x.reshape(-1, x.shape[-1]) @ w).reshape(x.shape[:-1] + (w.shape[1],)) + p[prefix + ".bias"]
 
 
-def softmax(x, axis=-1):
-    x = x - x.max(axis=axis, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def save_weights(path, params, config):
     """Write parameters {name: array} and the config dict to an .npz (temp file, rename)."""
     import os

@@ -68,7 +68,7 @@ def effector_errors(effectors, local_rot, trans, rest):
     return np.linalg.norm(r.reshape(-1, 3), axis=1)
 
 
-def refine_pose(local_rot, trans, rest, effectors, iterations=10, damping=1e-3, tolerance=1e-5):
+def refine_pose(local_rot, trans, rest, effectors, iterations=20, damping=1e-3, tolerance=1e-5):
     """Refined (local_rot (24, 3, 3), trans (3,)) so the effectors hold.
 
     Stops early once every weighted residual is below `tolerance` (1e-5: 0.01 mm).

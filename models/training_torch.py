@@ -115,3 +115,55 @@ def training_record(config, preset, data, seconds, steps, metrics, extra=None):
 
 def write_record(path, record):
     Path(path).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def training_arguments(parser, presets, default_data, default_out):
+    """The command-line options both trainers share."""
+    from pathlib import Path as _Path
+
+    parser.add_argument("--preset", choices=presets, default="full")
+    parser.add_argument("--data", type=_Path, default=default_data,
+                        help="training poses from scripts/build_dataset.py")
+    parser.add_argument("--out", type=_Path, default=default_out, help="weights file to write")
+    parser.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def train(model, batch_loss, cfg, seed):
+    """AdamW with a cosine learning rate over a time budget (cfg: minutes, lr, max_steps).
+
+    batch_loss(generator) -> scalar loss of one fresh batch. Returns (steps, seconds, losses).
+    """
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(seed)
+    budget = cfg["minutes"] * 60
+    start, step, losses = time.time(), 0, []
+    while step < cfg["max_steps"] and time.time() - start < budget:
+        frac = min((time.time() - start) / budget, 1.0)
+        for g in opt.param_groups:
+            g["lr"] = cfg["lr"] * 0.5 * (1 + np.cos(np.pi * frac))
+        loss = batch_loss(gen)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        step += 1
+        if step % 200 == 0 or step == 1:
+            print(f"step {step} loss {np.mean(losses[-200:]):.4f} ({time.time() - start:.0f} s)", flush=True)
+    return step, time.time() - start, losses
+
+
+def finish(model, args, data, steps, seconds, losses, metrics, extra=None):
+    """Save numpy weights and the JSON record; print a one-line summary."""
+    from .nn import save_weights
+
+    metrics = dict(metrics, first_loss=round(float(np.mean(losses[:10])), 4),
+                   last_loss=round(float(np.mean(losses[-10:])), 4))
+    save_weights(args.out, model.numpy_params(), model.config)
+    write_record(Path(args.out).with_suffix(".json"),
+                 training_record(model.config, args.preset, data, seconds, steps, metrics, extra))
+    print(f"{args.out}: {steps} steps in {seconds:.0f} s; validation {metrics}")

@@ -34,7 +34,7 @@ def start():
 
 def stop():
     """Disable the extension (unregisters every class and property)."""
-    import bpy  # noqa: F401
+    import bpy  # noqa: F401  (sets up the script paths addon_utils lives in)
     import addon_utils
 
     addon_utils.disable(MODULE, default_set=True)

@@ -10,7 +10,6 @@ models/training_torch.py are held out for validation. Presets: `smoke` (CI, unde
 import argparse
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +20,10 @@ sys.path.insert(0, str(ROOT))
 
 from models.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
 from models.ikgat_torch import IkGatTorch  # noqa: E402
-from models.nn import prepare, save_weights  # noqa: E402
+from models.nn import prepare  # noqa: E402
 from models.rotations import geodesic_angle  # noqa: E402
-from models.training_torch import (TorchBody, fk, geodesic, load_pose_data, sample_batch,  # noqa: E402
-                                   training_record, write_record)
+from models.training_torch import (TorchBody, finish, fk, geodesic, load_pose_data, sample_batch,  # noqa: E402
+                                   train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 2e-3, "max_steps": 150},
@@ -73,49 +72,21 @@ def evaluate(model, data, body, frames=2000, seed=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=PRESETS, default="full")
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS)
-    ap.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    cfg = dict(PRESETS[args.preset])
-    if args.minutes:
-        cfg["minutes"] = args.minutes
+    args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
+    cfg = dict(PRESETS[args.preset], **({"minutes": args.minutes} if args.minutes else {}))
     torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    train, val = load_pose_data(ensure_data(args.data))
+    train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
     model = IkGatTorch()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=1e-4)
-    gen = torch.Generator().manual_seed(args.seed)
-    budget = cfg["minutes"] * 60
-    start = time.time()
-    step, losses = 0, []
-    while step < cfg["max_steps"] and time.time() - start < budget:
-        frac = (time.time() - start) / budget
-        for g in opt.param_groups:  # cosine decay over the time budget
-            g["lr"] = cfg["lr"] * 0.5 * (1 + np.cos(np.pi * min(frac, 1.0)))
-        rot, rest = sample_batch(train, body, cfg["batch"], gen)
+
+    def batch_loss(gen):
+        rot, rest = sample_batch(train_set, body, cfg["batch"], gen)
         _, pos = fk(rot, rest)
         pred = model(pos, rest)
-        loss = geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        step += 1
-        if step % 200 == 0 or step == 1:
-            print(f"step {step} loss {np.mean(losses[-200:]):.4f} ({time.time() - start:.0f} s)", flush=True)
-    seconds = time.time() - start
-    metrics = evaluate(model, val, body)
-    metrics.update({"first_loss": round(float(np.mean(losses[:10])), 4),
-                    "last_loss": round(float(np.mean(losses[-10:])), 4)})
-    save_weights(args.out, model.numpy_params(), model.config)
-    write_record(args.out.with_suffix(".json"), training_record(model.config, args.preset, train, seconds, step, metrics))
-    print(f"{args.out}: {step} steps in {seconds:.0f} s; validation {metrics}")
+        return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
+
+    steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
+    finish(model, args, train_set, steps, seconds, losses, evaluate(model, val, body))
 
 
 if __name__ == "__main__":

@@ -19,3 +19,51 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(1234)
+
+
+SHARED_MOCAP = ROOT.parent / "shared" / "data" / "mocap"
+
+
+@pytest.fixture(scope="session")
+def held_out_poses(open_body):
+    """Real poses from two clips the networks never saw: (local rotations, rest, world, positions)."""
+    import numpy as np
+
+    from models.bvh import read_bvh
+    from models.kinematics import forward_kinematics
+    from models.retarget import retarget
+    from models.rotations import axis_angle_to_matrix
+    from models.skeleton import PARENTS
+
+    clips = [SHARED_MOCAP / "cmu_train" / n for n in ("cmu_walking_20.bvh", "cmu_jumping_5.bvh")]
+    if not all(c.exists() for c in clips):
+        pytest.skip("../shared/data/mocap is not here (held-out clips for the trained models)")
+    rots, rests, worlds, poss = [], [], [], []
+    for clip in clips:
+        r = retarget(read_bvh(clip), open_body)
+        rot = axis_angle_to_matrix(r.poses[1::10])
+        rest = np.broadcast_to(open_body.joints(r.betas), (len(rot), 24, 3))
+        fk = forward_kinematics(rot, rest, PARENTS, r.trans[1::10])
+        rots.append(rot), rests.append(rest), worlds.append(fk.rotations), poss.append(fk.positions)
+    return tuple(np.concatenate(x) for x in (rots, rests, worlds, poss))
+
+
+def smoke_train(script, tmp_path, rng):
+    """Run a trainer's smoke preset on a small learnable pose set; returns (record, weights path)."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    data = tmp_path / "poses.npz"
+    n = 400  # a one-parameter family of poses: learnable in seconds
+    aa = (rng.uniform(-1, 1, size=(n, 1)) * rng.normal(scale=0.6, size=(1, 72))).astype(np.float32)
+    np.savez(data, poses=aa, clip=np.repeat(np.arange(8), n // 8).astype(np.int32),
+             clips=np.array([f"clip{i}.bvh" for i in range(8)]))
+    out = tmp_path / "weights.npz"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--preset", "smoke",
+                          "--data", str(data), "--out", str(out), "--threads", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return json.loads(out.with_suffix(".json").read_text()), out

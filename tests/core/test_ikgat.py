@@ -1,11 +1,8 @@
 """IK-GAT: numpy runtime vs torch, weight files, bad input, training, held-out accuracy."""
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import smoke_train
 
 from models.errors import SmplIkError
 from models.ikgat import DEFAULT_WEIGHTS, IkGat, analytic_rotations
@@ -14,7 +11,6 @@ from models.nn import prepare, save_weights
 from models.rotations import axis_angle_to_matrix, geodesic_angle
 from models.skeleton import PARENTS
 
-ROOT = Path(__file__).resolve().parents[2]
 torch = pytest.importorskip("torch")
 
 
@@ -85,29 +81,19 @@ def test_bad_input(random_model, open_body, rng):
         net(np.zeros((1, 22, 3)), rest)
 
 
-def test_smoke_training_reduces_loss(tmp_path, open_body, rng):
-    data = tmp_path / "poses.npz"
-    n = 400  # a one-parameter family of poses: its twists are learnable in seconds
-    aa = (rng.uniform(-1, 1, size=(n, 1)) * rng.normal(scale=0.6, size=(1, 72))).astype(np.float32)
-    np.savez(data, poses=aa, clip=np.repeat(np.arange(8), n // 8).astype(np.int32),
-             clips=np.array([f"clip{i}.bvh" for i in range(8)]))
-    out = tmp_path / "ikgat.npz"
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_ikgat.py"), "--preset", "smoke",
-                          "--data", str(data), "--out", str(out), "--threads", "1"],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    record = json.loads(out.with_suffix(".json").read_text())
+def test_smoke_training_reduces_loss(tmp_path, rng):
+    record, out = smoke_train("train_ikgat.py", tmp_path, rng)
+    assert record["steps"] == 150
     assert record["validation"]["last_loss"] < 0.9 * record["validation"]["first_loss"]
     assert record["config"]["arch"] == "ikgat-v1" and len(record["data_sha256"]) == 64
-    IkGat.load(out)  # loads with allow_pickle=False and the architecture check
+    IkGat.load(out)  # allow_pickle=False and the architecture check
 
 
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/ikgat.npz not trained yet")
-def test_shipped_weights_beat_the_analytic_answer(open_body):
-    """Realistic poses (mirrored, on held-out-like random bodies): loose bounds a broken model fails."""
-    rng = np.random.default_rng(3)
-    rot, rest, pos = poses(open_body, rng, n=256, scale=0.25)
-    net = IkGat.load()
-    ours = np.degrees(geodesic_angle(net(pos, rest), rot)).mean()
+def test_shipped_weights_beat_the_analytic_answer(held_out_poses):
+    """Held-out clips: loose bounds that a broken or untrained model fails."""
+    rot, rest, _, pos = held_out_poses
+    ours = np.degrees(geodesic_angle(IkGat.load()(pos, rest), rot)).mean()
     classic = np.degrees(geodesic_angle(analytic_rotations(pos, rest), rot)).mean()
-    assert ours < 0.9 * classic, (ours, classic)
+    assert ours < 0.8 * classic, (ours, classic)
+    assert ours < 12.0

@@ -38,3 +38,25 @@ def test_manifest():
     manifest = tomllib.loads((ROOT / "blender_manifest.toml").read_text())
     assert manifest["id"] == "smpl_ik" and manifest["type"] == "add-on"
     assert manifest["blender_version_min"] >= "4.2.0"
+
+
+def test_numpy_runtime_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import models.smplik, models.ikgat, models.refine, models.retarget, models.body_model\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n" % str(ROOT))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_shipped_weights_are_small_and_pickle_free():
+    import numpy as np
+
+    files = sorted((ROOT / "models" / "weights").glob("*.npz"))
+    assert sum(f.stat().st_size for f in files) < 20e6
+    for f in files:
+        with np.load(f, allow_pickle=False) as npz:
+            assert all(npz[k].dtype != object for k in npz.files)
+        assert f.with_suffix(".json").exists(), f"{f.name} has no training record"

@@ -8,7 +8,7 @@ from models.bvh import Skeleton, read_bvh, write_bvh
 from models.kinematics import forward_kinematics
 from models.retarget import invert_shape, retarget, smpl_bvh_skeleton, write_smpl_bvh
 from models.rotations import axis_angle_to_matrix, geodesic_angle
-from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from models.skeleton import JOINT_NAMES, PARENTS
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "mocap"
 MIXAMO = {"pelvis": "Hips", "spine1": "Spine", "spine2": "Spine1", "spine3": "Spine2", "neck": "Neck",

@@ -1,5 +1,4 @@
 """scripts/retarget.py and scripts/build_dataset.py as a technical artist runs them."""
-import os
 import subprocess
 import sys
 from pathlib import Path
