@@ -194,7 +194,8 @@ class IkGat:
         multi = _multi_rotations(positions, rest)
         out = self.network(features(positions, rest, multi))
         twist = out[..., :2] + np.array([1.0, 0.0], np.float32)
-        leaf = rot6d_to_matrix(out + np.array([1.0, 0, 0, 0, 1.0, 0], np.float32))
+        leaf = np.empty(out.shape[:-1] + (3, 3), np.float32)  # only the leaves' entries are read
+        leaf[:, _LEAVES] = rot6d_to_matrix(out[:, _LEAVES] + np.array([1.0, 0, 0, 0, 1.0, 0], np.float32))
         local = assemble(positions, rest, twist, leaf, multi)
         return local.astype(np.float64).reshape(lead + (NUM_JOINTS, 3, 3))
 
