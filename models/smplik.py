@@ -13,7 +13,7 @@ of the positional targets, so the network is translation-invariant.
 steps on forward kinematics.
 """
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -48,11 +48,16 @@ class Effector:
 
 @dataclass(frozen=True)
 class IkSolution:
-    """A solved pose: local rotations (24, 3, 3), root translation (3,), joint positions."""
+    """A solved pose: local rotations (24, 3, 3) and root translation (3,) for a body with
+    rest joints (24, 3); `positions` (24, 3) are computed on first use."""
 
     local_rot: np.ndarray
     trans: np.ndarray
-    positions: np.ndarray
+    rest: np.ndarray
+
+    @cached_property
+    def positions(self):
+        return forward_kinematics(self.local_rot, self.rest, PARENTS, self.trans).positions
 
 
 def encode_effectors(effectors):
@@ -175,8 +180,7 @@ class SmplIk:
             from .refine import refine_pose
 
             local, trans = refine_pose(local, trans, rest[0], effectors)
-        pos = forward_kinematics(local, rest[0], PARENTS, trans).positions
-        return IkSolution(local_rot=local, trans=trans, positions=pos)
+        return IkSolution(local_rot=local, trans=trans, rest=rest[0])
 
 
 def six_point_effectors(positions):

@@ -128,7 +128,19 @@ def training_arguments(parser, presets, default_data, default_out):
     parser.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--init", type=_Path, help="continue from these weights (same architecture)")
     return parser
+
+
+def initialise(model, path):
+    """Load numpy weights written by `finish` into a torch twin (checks names and shapes)."""
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files if k != "__config__"}
+        config = json.loads(str(npz["__config__"]))
+    if config != model.config:
+        raise SmplIkError(f"{path}: weights are for {config}, not {model.config}")
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
+    return json.loads(Path(path).with_suffix(".json").read_text()) if Path(path).with_suffix(".json").exists() else {}
 
 
 def train(model, batch_loss, cfg, seed):

@@ -9,7 +9,9 @@ fitted body; --max-frames samples N frames evenly across the clips (fixed seed).
   baseline_6pt   optimisation IK (scipy least squares on forward kinematics with a pose
                  prior) from the rest pose, on SMPL-IK's 6 points: pelvis, neck, wrists,
                  ankles (positions)
-  smplik_*       the effector networks, once their weights are in models/weights/
+  smplik_6pt     SMPL-IK on the same 6 points;  smplik_6pt_refined: then made exact
+  smplik_random  SMPL-IK on 3-12 random effectors per pose (positions, rotations, look-ats;
+                 at least one position), fixed seed
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error),
 effector_mm (effector methods), ms_single (median, one pose at a time) and per_s_batch
 (poses per second in batches of 1024). Prints a table and writes JSON
@@ -95,13 +97,14 @@ def score(pred_rot, rest, pos, gt_rot, trans=None, effectors=None):
 
 
 def random_effectors(pos, world, rng):
-    """3-12 effectors of random kinds per frame (positions 60%, rotations 25%, look-ats 15%)."""
+    """3-12 effectors of random kinds per frame (positions 60%, rotations 25%, look-ats 15%);
+    the first is always a position, since without one the body's place is unknown."""
     sets = []
     for n in range(len(pos)):
         k = rng.integers(3, 13)
         effs = []
-        for j in rng.permutation(24)[:k]:
-            u = rng.random()
+        for i, j in enumerate(rng.permutation(24)[:k]):
+            u = 0.0 if i == 0 else rng.random()
             if u < 0.6:
                 effs.append(Effector(int(j), "position", tuple(pos[n, j])))
             elif u < 0.85:

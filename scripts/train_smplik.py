@@ -24,8 +24,8 @@ from models.rotations_torch import matrix_to_rot6d, unit  # noqa: E402
 from models.skeleton import JOINT_INDEX, NUM_JOINTS  # noqa: E402
 from models.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SmplIk  # noqa: E402
 from models.smplik_torch import SmplIkTorch  # noqa: E402
-from models.training_torch import (TorchBody, finish, fk, geodesic, load_pose_data, sample_batch,  # noqa: E402
-                                   train, training_arguments)
+from models.training_torch import (TorchBody, finish, fk, geodesic, initialise, load_pose_data,  # noqa: E402
+                                   sample_batch, train, training_arguments)
 from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
 
 PRESETS = {
@@ -113,14 +113,17 @@ def main(argv=None):
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
     model = SmplIkTorch()
+    before = initialise(model, args.init) if args.init else None
 
     def batch_loss(gen):
         rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen)
         return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen))
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
-    finish(model, args, train_set, steps, seconds, history, evaluate(model, val, body),
-           {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF})
+    extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF}
+    if before is not None:  # a continued run: record the whole history
+        extra["continued_from"] = {k: before.get(k) for k in ("training_seconds", "steps", "machine", "validation")}
+    finish(model, args, train_set, steps, seconds, history, evaluate(model, val, body), extra)
 
 
 if __name__ == "__main__":
