@@ -15,10 +15,6 @@ from .errors import SmplIkError
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 
 
-def silu(x):
-    return x / (1.0 + np.exp(-x))
-
-
 def layer_norm(x, p, prefix, eps=1e-5):
     inv_n = 1.0 / x.shape[-1]
     centred = x - x.sum(-1, keepdims=True) * inv_n
