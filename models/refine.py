@@ -6,6 +6,8 @@ the root translation; residuals are each effector's error scaled by its weight. 
 keeps each step short, so the pose moves only as far as the effectors ask, and a target out
 of reach gives a stretched pose, never NaN.
 """
+from dataclasses import replace
+
 import numpy as np
 
 from .kinematics import forward_kinematics
@@ -63,8 +65,7 @@ def _residuals(effectors, world, pos, want_jacobian):
 def effector_errors(effectors, local_rot, trans, rest):
     """Per effector: metres (position), radians (rotation, look-at)."""
     fk = forward_kinematics(local_rot, rest, PARENTS, trans)
-    r, _ = _residuals([e.__class__(e.joint, e.kind, e.target, e.axis, 1.0) for e in effectors],
-                      fk.rotations, fk.positions, False)
+    r, _ = _residuals([replace(e, weight=1.0) for e in effectors], fk.rotations, fk.positions, False)
     return np.linalg.norm(r.reshape(-1, 3), axis=1)
 
 

@@ -183,10 +183,13 @@ class SmplIk:
         return IkSolution(local_rot=local, trans=trans, rest=rest[0])
 
 
+SIX_POINTS = ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
+SIX_POINT_JOINTS = tuple(JOINT_INDEX[n] for n in SIX_POINTS)
+
+
 def six_point_effectors(positions):
     """SMPL-IK's benchmark configuration: pelvis, neck, wrists, ankles (positions)."""
-    names = ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
-    return [Effector(n, "position", tuple(positions[JOINT_INDEX[n]])) for n in names]
+    return [Effector(n, "position", tuple(positions[JOINT_INDEX[n]])) for n in SIX_POINTS]
 
 
 @lru_cache(maxsize=2)

@@ -143,6 +143,12 @@ def initialise(model, path):
     return json.loads(Path(path).with_suffix(".json").read_text()) if Path(path).with_suffix(".json").exists() else {}
 
 
+def run_config(args, presets):
+    """The preset's settings with --minutes applied; sets torch's thread count."""
+    torch.set_num_threads(args.threads)
+    return dict(presets[args.preset], **({"minutes": args.minutes} if args.minutes else {}))
+
+
 def train(model, batch_loss, cfg, seed):
     """AdamW with a cosine learning rate over a time budget (cfg: minutes, lr, max_steps).
 

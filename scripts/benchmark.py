@@ -44,12 +44,19 @@ from models.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
 from models.refine import refine_pose  # noqa: E402
 from models.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
 from models.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, Effector, SmplIk, encode_effectors  # noqa: E402
-from models.smplik import six_point_effectors  # noqa: E402
+from models.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
+from models.nn import WEIGHTS_DIR  # noqa: E402
 
-SIX_POINTS = tuple(JOINT_INDEX[n] for n in ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle"))
-VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh", "cmu_directing_traffic_4.bvh",
-                    "cmu_jumping_5.bvh", "cmu_running_5.bvh", "cmu_soccer_5.bvh", "cmu_walking_20.bvh",
-                    "cmu_walking_40.bvh")
+SIX_POINTS = SIX_POINT_JOINTS
+
+
+def held_out_clips():
+    """Clips no shipped network was trained on, from the weights' training records."""
+    clips = None
+    for record in sorted(WEIGHTS_DIR.glob("*.json")):
+        held = set(json.loads(record.read_text()).get("validation_clips", []))
+        clips = held if clips is None else clips & held
+    return clips or set()
 
 
 def ground_truth(folder, max_frames, held_out_only, seed=0):
@@ -57,7 +64,8 @@ def ground_truth(folder, max_frames, held_out_only, seed=0):
     body = load_body_model()
     files = sorted(folder.glob("*.bvh"))
     if held_out_only:
-        files = [f for f in files if f.name in VALIDATION_CLIPS]
+        held = held_out_clips()
+        files = [f for f in files if f.name in held]
     if not files:
         raise SystemExit(f"{folder}: no BVH clips to benchmark on")
     rots, rests, poss, names = [], [], [], []

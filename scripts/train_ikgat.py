@@ -22,8 +22,8 @@ from models.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
 from models.ikgat_torch import IkGatTorch  # noqa: E402
 from models.nn import prepare  # noqa: E402
 from models.rotations import geodesic_angle  # noqa: E402
-from models.training_torch import (TorchBody, finish, fk, geodesic, load_pose_data, sample_batch,  # noqa: E402
-                                   train, training_arguments)
+from models.training_torch import (TorchBody, finish, fk, geodesic, load_pose_data, run_config,  # noqa: E402
+                                   sample_batch, train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 2e-3, "max_steps": 150},
@@ -73,8 +73,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
-    cfg = dict(PRESETS[args.preset], **({"minutes": args.minutes} if args.minutes else {}))
-    torch.set_num_threads(args.threads)
+    cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
     model = IkGatTorch()

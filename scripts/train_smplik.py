@@ -21,11 +21,11 @@ sys.path.insert(0, str(ROOT))
 from models.nn import prepare  # noqa: E402
 from models.rotations import geodesic_angle  # noqa: E402
 from models.rotations_torch import matrix_to_rot6d, unit  # noqa: E402
-from models.skeleton import JOINT_INDEX, NUM_JOINTS  # noqa: E402
-from models.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SmplIk  # noqa: E402
+from models.skeleton import NUM_JOINTS  # noqa: E402
+from models.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SIX_POINT_JOINTS, SmplIk  # noqa: E402
 from models.smplik_torch import SmplIkTorch  # noqa: E402
 from models.training_torch import (TorchBody, finish, fk, geodesic, initialise, load_pose_data,  # noqa: E402
-                                   sample_batch, train, training_arguments)
+                                   run_config, sample_batch, train, training_arguments)
 from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
 
 PRESETS = {
@@ -33,7 +33,6 @@ PRESETS = {
     "full": {"minutes": 45.0, "batch": 128, "lr": 1e-3, "max_steps": 10 ** 9},
 }
 MAX_EFF = 12
-SIX = [JOINT_INDEX[n] for n in ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")]
 
 
 def make_effectors(world, pos, gen, six_share=0.3):
@@ -45,7 +44,7 @@ def make_effectors(world, pos, gen, six_share=0.3):
     u = torch.rand(b, MAX_EFF, generator=gen)
     kinds = torch.where(u < 0.6, 0, torch.where(u < 0.85, 1, 2))
     six = torch.rand(b, generator=gen) < six_share
-    joints[six, :6] = torch.tensor(SIX)
+    joints[six, :6] = torch.tensor(SIX_POINT_JOINTS)
     kinds[six] = 0
     count[six] = 6
     mask = (torch.arange(MAX_EFF)[None] < count[:, None]).float()
@@ -108,8 +107,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
-    cfg = dict(PRESETS[args.preset], **({"minutes": args.minutes} if args.minutes else {}))
-    torch.set_num_threads(args.threads)
+    cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
     model = SmplIkTorch()
