@@ -2,9 +2,9 @@
 
 Modules register in order and unregister in reverse.
 """
-from . import operators, panels, preferences, properties
+from . import effectors, operators, panels, preferences, properties, solving
 
-_modules = (preferences, properties, operators, panels)
+_modules = (preferences, properties, effectors, solving, operators, panels)
 
 
 def register():

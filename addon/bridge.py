@@ -154,3 +154,44 @@ def set_vertex_weights(mesh_obj, weights):
         bounds = np.searchsorted(inverse[order], np.arange(len(values) + 1))
         for k, w in enumerate(values):
             group.add(used[order[bounds[k]:bounds[k + 1]]].tolist(), float(w), "REPLACE")
+
+
+# --- effectors -------------------------------------------------------------------------------
+
+# Look-at axes, in a joint's own frame (= the body's frame in SMPL's rest pose).
+LOOK_AXES = {"FORWARD": (0.0, 0.0, 1.0), "BACK": (0.0, 0.0, -1.0), "UP": (0.0, 1.0, 0.0),
+             "DOWN": (0.0, -1.0, 0.0), "LEFT": (1.0, 0.0, 0.0), "RIGHT": (-1.0, 0.0, 0.0)}
+
+
+def matrix_array(matrix):
+    """A mathutils Matrix as a float64 numpy array."""
+    return np.array(matrix, dtype=np.float64)
+
+
+def orthonormal(rot):
+    """The rotation nearest to a 3x3 matrix (drops an object's scale and shear)."""
+    u, _, vt = np.linalg.svd(rot)
+    r = u @ vt
+    return r if np.linalg.det(r) > 0 else u @ np.diag([1.0, 1.0, -1.0]) @ vt
+
+
+def effector_target(kind, matrix, frame):
+    """What an effector object asks for, in SMPL's body frame.
+
+    matrix: (4, 4) the effector in armature space; frame: (3, 3) its joint's bone rest frame.
+    ROTATION -> (3, 3) world rotation of the joint (the empty's axes are the posed bone's axes);
+    POSITION and LOOK_AT -> (3,) point.
+    """
+    if kind == "ROTATION":
+        return BLENDER_FROM_SMPL.T @ orthonormal(matrix[:3, :3]) @ frame.T @ BLENDER_FROM_SMPL
+    return from_blender(matrix[:3, 3])
+
+
+def joint_matrix(world_rot, position, frame):
+    """(4, 4) armature-space matrix of a posed joint: the posed bone's axes at its head.
+
+    world_rot (3, 3) and position (3,) in SMPL's body frame; frame: the bone's rest frame."""
+    m = np.eye(4)
+    m[:3, :3] = BLENDER_FROM_SMPL @ world_rot @ BLENDER_FROM_SMPL.T @ frame
+    m[:3, 3] = to_blender(position)
+    return m

@@ -2,11 +2,14 @@
 from pathlib import Path
 
 import bpy
-from bpy.props import EnumProperty, StringProperty
+from bpy.props import EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..models.body_model import NUM_BETAS, load_body_model
 from ..models.errors import SmplIkError
+from ..models.skeleton import JOINT_NAMES
+from . import solving
 from .body_object import body_of, create_body
+from .effectors import DEFAULT_JOINTS, KINDS, create_effector, effectors_of, is_effector
 from .preferences import user_body_files
 
 OPEN_BODY = "OPEN"
@@ -73,5 +76,191 @@ class SMPL_IK_OT_reset_shape(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (SMPL_IK_OT_add_body, SMPL_IK_OT_reset_shape)
+def target_body(context):
+    """The body an operator acts on: the active body, its mesh, or an active effector's body.
+
+    Raises SmplIkError saying what to select (or that an effector's body is gone)."""
+    obj = context.active_object
+    if is_effector(obj):
+        arm = body_of(obj.smpl_ik_effector.body)
+        if arm is None or not arm.users_scene:
+            raise SmplIkError(f"effector {obj.name!r}: its body was deleted; point it at another body "
+                              "in the SMPL-IK panel, or delete the effector")
+        return arm
+    arm = body_of(obj)
+    if arm is None:
+        raise SmplIkError("select an SMPL-IK body (its armature or mesh) or one of its effectors")
+    return arm
+
+
+class BodyOperator:
+    """Mixin: `run(context, arm)` on the target body; SmplIkError becomes a report."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None
+
+    def execute(self, context):
+        try:
+            message = self.run(context, target_body(context))
+        except SmplIkError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if message:
+            self.report({"INFO"}, message)
+        return {"FINISHED"}
+
+
+_JOINT_CHOICES = [("ACTIVE", "Active Bone", "The active pose bone")] + [
+    (n, n.replace("_", " ").title(), f"SMPL joint {n}") for n in JOINT_NAMES]
+
+
+class SMPL_IK_OT_add_effector(BodyOperator, bpy.types.Operator):
+    """Pin a joint of the body with a new effector (an Empty at the joint)"""
+
+    bl_idname = "smpl_ik.add_effector"
+    bl_label = "Add Effector"
+
+    joint: EnumProperty(name="Joint", items=_JOINT_CHOICES, default="ACTIVE")
+    kind: EnumProperty(name="Kind", items=KINDS, default="POSITION")
+
+    def run(self, context, arm):
+        joint = self.joint
+        if joint == "ACTIVE":
+            bone = context.active_pose_bone
+            if bone is None or bone.id_data != arm or bone.name not in JOINT_NAMES:
+                raise SmplIkError("select one of the body's bones in Pose Mode, or choose a joint")
+            joint = bone.name
+        obj = create_effector(context, arm, joint, self.kind)
+        return f"Added {obj.name}"
+
+
+class SMPL_IK_OT_add_default_effectors(BodyOperator, bpy.types.Operator):
+    """Pin the pelvis, head, wrists and ankles (positions), skipping ones already pinned"""
+
+    bl_idname = "smpl_ik.add_default_effectors"
+    bl_label = "Add Default Effectors"
+
+    def run(self, context, arm):
+        have = {(o.smpl_ik_effector.joint, o.smpl_ik_effector.kind) for o in effectors_of(arm, False)}
+        added = [create_effector(context, arm, j, "POSITION") for j in DEFAULT_JOINTS if (j, "POSITION") not in have]
+        return f"Added {len(added)} effector(s)"
+
+
+class SMPL_IK_OT_solve(BodyOperator, bpy.types.Operator):
+    """Pose the body from its enabled effectors now"""
+
+    bl_idname = "smpl_ik.solve"
+    bl_label = "Solve"
+
+    def run(self, context, arm):
+        solving.solve_body(arm)
+
+
+class SMPL_IK_OT_mirror_pose(BodyOperator, bpy.types.Operator):
+    """Swap the pose's left and right sides; effectors move to their joints"""
+
+    bl_idname = "smpl_ik.mirror_pose"
+    bl_label = "Mirror Pose"
+
+    def run(self, context, arm):
+        solving.mirror_pose(arm)
+
+
+class SMPL_IK_OT_reset_pose(BodyOperator, bpy.types.Operator):
+    """Return the body to its rest pose; effectors move to their joints"""
+
+    bl_idname = "smpl_ik.reset_pose"
+    bl_label = "Reset Pose"
+
+    def run(self, context, arm):
+        solving.reset_pose(arm)
+
+
+class SMPL_IK_OT_keyframe_pose(BodyOperator, bpy.types.Operator):
+    """Key the body's current pose at the current frame"""
+
+    bl_idname = "smpl_ik.keyframe_pose"
+    bl_label = "Keyframe Pose"
+
+    def run(self, context, arm):
+        solving.keyframe_pose(arm, context.scene.frame_current)
+
+
+class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
+    """Solve every frame of a range from the animated effectors and key the body (Esc cancels)"""
+
+    bl_idname = "smpl_ik.bake"
+    bl_label = "Bake Effectors"
+
+    frame_start: IntProperty(name="Start", default=1)
+    frame_end: IntProperty(name="End", default=250)
+    smoothing: FloatProperty(name="Smoothing", default=0.0, min=0.0, max=10.0,
+                             description="Temporal smoothing (Gaussian sigma in frames; 0: none)")
+
+    def _steps(self, context):
+        return solving.bake_steps(context, target_body(context), self.frame_start, self.frame_end, self.smoothing)
+
+    def execute(self, context):
+        wm = context.window_manager
+        wm.progress_begin(0, 1000)
+        try:
+            for fraction in self._steps(context):
+                wm.progress_update(int(fraction * 1000))
+        except SmplIkError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        finally:
+            wm.progress_end()
+        self.report({"INFO"}, f"Baked frames {self.frame_start}-{self.frame_end}")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if context.window is None:
+            return self.execute(context)
+        try:
+            self._gen = self._steps(context)
+        except SmplIkError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.progress_begin(0, 1000)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _finish(self, context):
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._gen.close()  # nothing keyed yet; restores the frame
+            self._finish(context)
+            self.report({"WARNING"}, "Bake cancelled; nothing was keyed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        try:
+            fraction = next(self._gen)
+        except StopIteration:
+            fraction = 1.0
+        except SmplIkError as exc:
+            self._finish(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        context.window_manager.progress_update(int(fraction * 1000))
+        if fraction >= 1.0:
+            self._finish(context)
+            self.report({"INFO"}, f"Baked frames {self.frame_start}-{self.frame_end}")
+            return {"FINISHED"}
+        return {"RUNNING_MODAL"}
+
+
+classes = (SMPL_IK_OT_add_body, SMPL_IK_OT_reset_shape, SMPL_IK_OT_add_effector,
+           SMPL_IK_OT_add_default_effectors, SMPL_IK_OT_solve, SMPL_IK_OT_mirror_pose,
+           SMPL_IK_OT_reset_pose, SMPL_IK_OT_keyframe_pose, SMPL_IK_OT_bake)
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -38,6 +38,11 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
         update=_betas_changed)
     applied_betas: FloatVectorProperty(size=NUM_BETAS, default=[0.0] * NUM_BETAS, options={"HIDDEN"})
     status: StringProperty(name="Status", description="The last problem with this body, if any")
+    live: BoolProperty(name="Live Solving", default=True,
+                       description="Solve the body whenever one of its enabled effectors moves")
+    refine: BoolProperty(name="Exact Effectors", default=True,
+                         description="Refine the network's pose so every effector is met exactly "
+                                     "(off: the raw network output, faster and looser)")
 
 
 classes = (SmplIkBodyProperties,)

@@ -5,6 +5,7 @@ orientation (identity for every joint) the rest pose is `local_rot = I`. Positio
 in the body's frame (SMPL: Y up, facing +Z).
 """
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -15,6 +16,19 @@ class FKResult:
 
     rotations: np.ndarray
     positions: np.ndarray
+
+
+@lru_cache(maxsize=8)
+def _levels(parents):
+    """Joints grouped by depth below the root: [(joints, their parents), ...] as index arrays."""
+    depth = [0] * len(parents)
+    for j in range(1, len(parents)):
+        if not 0 <= parents[j] < j:
+            raise ValueError(f"parents[{j}] = {parents[j]}: every joint's parent must come before it")
+        depth[j] = depth[parents[j]] + 1
+    return [(np.array([j for j in range(len(parents)) if depth[j] == d]),
+             np.array([parents[j] for j in range(len(parents)) if depth[j] == d]))
+            for d in range(1, max(depth) + 1)]
 
 
 def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
@@ -35,11 +49,11 @@ def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
     pos = np.empty(batch + (n, 3), dtype=rots.dtype)
     rots[..., 0, :, :] = local_rot[..., 0, :, :]
     pos[..., 0, :] = rest_joints[..., 0, :]
-    for j in range(1, n):
-        p = parents[j]
-        rots[..., j, :, :] = rots[..., p, :, :] @ local_rot[..., j, :, :]
-        offset = rest_joints[..., j, :] - rest_joints[..., p, :]
-        pos[..., j, :] = pos[..., p, :] + np.einsum("...ab,...b->...a", rots[..., p, :, :], offset)
+    for joints, their_parents in _levels(tuple(parents)):  # all joints of one depth at once
+        parent_rot = rots[..., their_parents, :, :]
+        rots[..., joints, :, :] = parent_rot @ local_rot[..., joints, :, :]
+        offset = rest_joints[..., joints, :] - rest_joints[..., their_parents, :]
+        pos[..., joints, :] = pos[..., their_parents, :] + (parent_rot @ offset[..., None])[..., 0]
     if root_trans is not None:
         pos = pos + np.asarray(root_trans)[..., None, :]
     return FKResult(rotations=rots, positions=pos)

@@ -14,58 +14,88 @@ from .kinematics import forward_kinematics
 from .rotations import axis_angle_to_matrix, matrix_to_axis_angle, unit
 from .skeleton import NUM_JOINTS, PARENTS, joint_index
 
-ANCESTORS = []
+# ANCESTOR[j, k]: k is j or one of its ancestors (turning k moves j).
+ANCESTOR = np.zeros((NUM_JOINTS, NUM_JOINTS))
 for _j in range(NUM_JOINTS):
-    _chain, _k = [], _j
+    _k = _j
     while _k >= 0:
-        _chain.append(_k)
+        ANCESTOR[_j, _k] = 1.0
         _k = PARENTS[_k]
-    ANCESTORS.append(_chain)
+_PARENT_OR_SELF = [max(p, 0) for p in PARENTS]
+_KIND = {"position": 0, "rotation": 1, "look_at": 2}
 
 
 def _skew(v):
-    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    """(..., 3) -> (..., 3, 3) cross-product matrices."""
+    k = np.zeros(v.shape + (3,))
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
+    return k - np.swapaxes(k, -1, -2)
 
 
-def _residuals(effectors, world, pos, want_jacobian):
-    rows, jac = [], []
-    n_unknown = NUM_JOINTS * 3 + 3
-    for e in effectors:
-        j = joint_index(e.joint) if isinstance(e.joint, str) else int(e.joint)
-        w = float(e.weight)
-        block = np.zeros((3, n_unknown)) if want_jacobian else None
-        if e.kind == "position":
-            r = pos[j] - np.asarray(e.target, float)
-            if want_jacobian:
-                for k in ANCESTORS[j]:
-                    block[:, 3 * k:3 * k + 3] = -_skew(pos[j] - pos[k])
-                block[:, -3:] = np.eye(3)
-        elif e.kind == "rotation":
-            r = matrix_to_axis_angle(world[j] @ np.asarray(e.target, float).T)
-            if want_jacobian:
-                for k in ANCESTORS[j]:
-                    block[:, 3 * k:3 * k + 3] = np.eye(3)
-        else:  # look_at: the joint's local axis, in the world, should point at the target
-            u = world[j] @ unit(np.asarray(e.axis, float))
-            to = np.asarray(e.target, float) - pos[j]
-            dist = max(np.linalg.norm(to), 1e-6)
-            v = to / dist
-            r = u - v
-            if want_jacobian:
-                proj = (np.eye(3) - np.outer(v, v)) / dist
-                for k in ANCESTORS[j]:
-                    block[:, 3 * k:3 * k + 3] = -_skew(u) - proj @ _skew(pos[j] - pos[k])
-                block[:, -3:] = proj
-        rows.append(w * r)
-        if want_jacobian:
-            jac.append(w * block)
-    return np.concatenate(rows), (np.concatenate(jac) if want_jacobian else None)
+class _Targets:
+    """Effectors as arrays: joint (E,), kind (E,), weight (E,), point (E, 3), rotation
+    (E, 3, 3) (identity unless a rotation), axis (E, 3) (unit; look-ats)."""
+
+    def __init__(self, effectors):
+        n = len(effectors)
+        self.joint = np.array([joint_index(e.joint) if isinstance(e.joint, str) else int(e.joint)
+                               for e in effectors], dtype=np.int64)
+        self.kind = np.array([_KIND[e.kind] for e in effectors])
+        self.weight = np.array([float(e.weight) for e in effectors])
+        self.point = np.zeros((n, 3))
+        self.rotation = np.tile(np.eye(3), (n, 1, 1))
+        self.axis = np.zeros((n, 3))
+        for i, e in enumerate(effectors):
+            if e.kind == "rotation":
+                self.rotation[i] = np.asarray(e.target, float)
+            else:
+                self.point[i] = np.asarray(e.target, float)
+            if e.kind == "look_at":
+                self.axis[i] = unit(np.asarray(e.axis, float))
+        self.mask = ANCESTOR[self.joint]                                   # (E, 24)
+        self.any_rotation = bool((self.kind == 1).any())
+
+
+def _residuals(t, world, pos, want_jacobian):
+    """Weighted residuals (3E,) and their Jacobian (3E, 75) over [turns (24x3), root move]."""
+    p = pos[t.joint]                                                        # (E, 3)
+    r = p - t.point                                                         # position
+    rot_err = (matrix_to_axis_angle(world[t.joint] @ np.swapaxes(t.rotation, -1, -2)) if t.any_rotation
+               else 0.0)
+    u = np.einsum("eij,ej->ei", world[t.joint], t.axis)
+    to = t.point - p
+    dist = np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-6)
+    v = to / dist
+    kind = t.kind[:, None]
+    r = np.where(kind == 0, r, np.where(kind == 1, rot_err, u - v)) * t.weight[:, None]
+    if not want_jacobian:
+        return r.ravel(), None
+    n = len(t.joint)
+    lever = _skew(p[:, None] - pos[None])                                   # (E, 24, 3, 3)
+    proj = (np.eye(3) - v[:, :, None] * v[:, None, :]) / dist[..., None]    # (E, 3, 3)
+    turn = np.where(kind[..., None, None] == 0, -lever,
+                    np.where(kind[..., None, None] == 1, np.eye(3),
+                             -_skew(u)[:, None] - proj[:, None] @ lever))
+    turn = turn * (t.mask * t.weight[:, None])[..., None, None]
+    move = np.where(kind[..., None] == 0, np.eye(3), np.where(kind[..., None] == 2, proj, 0.0))
+    jac = np.concatenate([turn.transpose(0, 2, 1, 3).reshape(n, 3, 3 * NUM_JOINTS),
+                          move * t.weight[:, None, None]], axis=2)
+    return r.ravel(), jac.reshape(3 * n, -1)
+
+
+def apply_step(local_rot, trans, fk, step):
+    """Turn every joint k's subtree by the world-frame rotation step[3k:3k+3] (axis-angle,
+    about the joint) and move the root by step[-3:]; fk is the pose's forward kinematics."""
+    turn = axis_angle_to_matrix(step[:-3].reshape(NUM_JOINTS, 3))
+    wp = fk.rotations[_PARENT_OR_SELF]                       # a joint turns in its parent's frame
+    wp[0] = np.eye(3)
+    return np.swapaxes(wp, -1, -2) @ turn @ wp @ local_rot, trans + step[-3:]
 
 
 def effector_errors(effectors, local_rot, trans, rest):
     """Per effector: metres (position), radians (rotation, look-at)."""
     fk = forward_kinematics(local_rot, rest, PARENTS, trans)
-    r, _ = _residuals([replace(e, weight=1.0) for e in effectors], fk.rotations, fk.positions, False)
+    r, _ = _residuals(_Targets([replace(e, weight=1.0) for e in effectors]), fk.rotations, fk.positions, False)
     return np.linalg.norm(r.reshape(-1, 3), axis=1)
 
 
@@ -78,24 +108,18 @@ def refine_pose(local_rot, trans, rest, effectors, iterations=20, damping=1e-3, 
     trans = np.array(trans, dtype=np.float64)
     rest = np.asarray(rest, dtype=np.float64)
     lam = damping
+    targets = _Targets(effectors)
     fk = forward_kinematics(local, rest, PARENTS, trans)
-    r, jac = _residuals(effectors, fk.rotations, fk.positions, True)
+    r, jac = _residuals(targets, fk.rotations, fk.positions, True)
     cost = r @ r
     for _ in range(iterations):
         if np.abs(r).max() < tolerance:
             break
-        h = jac.T @ jac
-        step = -np.linalg.solve(h + lam * np.eye(len(h)), jac.T @ r)
-        turn = axis_angle_to_matrix(step[:-3].reshape(NUM_JOINTS, 3))
-        world = fk.rotations
-        new = local.copy()
-        new[0] = turn[0] @ local[0]
-        for k in range(1, NUM_JOINTS):
-            wp = world[PARENTS[k]]
-            new[k] = wp.T @ turn[k] @ wp @ local[k]
-        new_trans = trans + step[-3:]
+        # (J'J + lam I)^-1 J' = J' (J J' + lam I)^-1: the small system has one row per residual
+        step = -jac.T @ np.linalg.solve(jac @ jac.T + lam * np.eye(len(r)), r)
+        new, new_trans = apply_step(local, trans, fk, step)
         new_fk = forward_kinematics(new, rest, PARENTS, new_trans)
-        new_r, new_jac = _residuals(effectors, new_fk.rotations, new_fk.positions, True)
+        new_r, new_jac = _residuals(targets, new_fk.rotations, new_fk.positions, True)
         new_cost = new_r @ new_r
         if new_cost < cost:  # accept, trust the linear model more
             local, trans, fk, r, jac, cost = new, new_trans, new_fk, new_r, new_jac, new_cost

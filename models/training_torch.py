@@ -126,6 +126,7 @@ def training_arguments(parser, presets, default_data, default_out):
                         help="training poses from scripts/build_dataset.py")
     parser.add_argument("--out", type=_Path, default=default_out, help="weights file to write")
     parser.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (overrides the preset)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--init", type=_Path, help="continue from these weights (same architecture)")
@@ -144,9 +145,10 @@ def initialise(model, path):
 
 
 def run_config(args, presets):
-    """The preset's settings with --minutes applied; sets torch's thread count."""
+    """The preset's settings with --minutes and --lr applied; sets torch's thread count."""
     torch.set_num_threads(args.threads)
-    return dict(presets[args.preset], **({"minutes": args.minutes} if args.minutes else {}))
+    overrides = {k: getattr(args, k) for k in ("minutes", "lr") if getattr(args, k)}
+    return dict(presets[args.preset], **overrides)
 
 
 def train(model, batch_loss, cfg, seed):

@@ -7,7 +7,7 @@ from conftest import smoke_train
 from models.errors import SmplIkError
 from models.kinematics import forward_kinematics
 from models.nn import prepare, save_weights
-from models.refine import effector_errors, refine_pose
+from models.refine import _residuals, _Targets, apply_step, effector_errors, refine_pose
 from models.rotations import axis_angle_to_matrix, geodesic_angle
 from models.skeleton import JOINT_INDEX, PARENTS
 from models.smplik import DEFAULT_WEIGHTS, Effector, SmplIk, encode_effectors, six_point_effectors
@@ -72,6 +72,25 @@ def test_refinement_makes_effectors_exact_and_stays_close(open_body, rng):
     free = [JOINT_INDEX[n] for n in ("left_knee", "right_knee", "spine2")]
     moved = np.degrees(geodesic_angle(local[free], start[free]))
     assert moved.max() < 15, moved
+
+
+def test_refinement_jacobian_matches_finite_differences(open_body, rng):
+    rot, rest, fk = true_pose(open_body, rng)
+    effs = mixed_effectors(fk)
+    effs = [e if e.kind == "rotation" else type(e)(e.joint, e.kind, tuple(np.asarray(e.target) + 0.05), e.axis, 0.7)
+            for e in effs]  # off target, so every residual is non-zero
+    targets = _Targets(effs)
+    trans = fk.positions[0] - rest[0]
+    r0, jac = _residuals(targets, fk.rotations, fk.positions, True)
+    eps = 1e-6
+    numeric = np.zeros_like(jac)
+    for i in range(jac.shape[1]):
+        step = np.zeros(jac.shape[1])
+        step[i] = eps
+        local, tr = apply_step(rot, trans, fk, step)
+        moved = forward_kinematics(local, rest, PARENTS, tr)
+        numeric[:, i] = (_residuals(targets, moved.rotations, moved.positions, False)[0] - r0) / eps
+    assert np.abs(jac - numeric).max() < 1e-4, np.abs(jac - numeric).max()
 
 
 def test_far_targets_give_a_finite_stretched_pose(open_body, rng):

@@ -1,0 +1,150 @@
+"""Effectors: Empties that pin one joint of an SMPL-IK body (position, rotation or look-at).
+
+An effector is an ordinary Empty, parented to nothing, carrying `obj.smpl_ik_effector`. It
+never owns the body: deleting it only removes its constraint, deleting the body leaves it
+orphaned (and ignored) until it is deleted or pointed at another body.
+"""
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
+from mathutils import Matrix
+
+from ..models.kinematics import forward_kinematics
+from ..models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from ..models.smplik import Effector
+from . import bridge
+from .body_object import is_body
+
+KINDS = (("POSITION", "Position", "Pin where the joint is"),
+         ("ROTATION", "Rotation", "Pin how the joint is turned (the Empty's axes are the bone's)"),
+         ("LOOK_AT", "Look At", "Make an axis of the joint point at the Empty"))
+CORE_KIND = {"POSITION": "position", "ROTATION": "rotation", "LOOK_AT": "look_at"}
+# A distinct look per kind: (empty display type, size in metres).
+LOOKS = {"POSITION": ("SPHERE", 0.04), "ROTATION": ("ARROWS", 0.12), "LOOK_AT": ("CONE", 0.05)}
+DEFAULT_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
+LOOK_DISTANCE = 0.5  # metres from the joint where a new look-at target is placed
+
+_JOINT_ITEMS = [(n, n.replace("_", " ").title(), f"SMPL joint {n}") for n in JOINT_NAMES]
+_AXIS_ITEMS = [(k, k.title(), f"The joint's {k.lower()} axis (as the body stands in its rest pose)")
+               for k in bridge.LOOK_AXES]
+
+
+def _enabled_changed(self, context):
+    if self.enabled and self.is_effector and is_body(self.body):
+        pin(self.body, [self.id_data])
+
+
+class SmplIkEffectorProperties(bpy.types.PropertyGroup):
+    is_effector: BoolProperty(default=False, options={"HIDDEN"})
+    body: PointerProperty(name="Body", type=bpy.types.Object, poll=lambda self, obj: is_body(obj),
+                          description="The SMPL-IK body (armature) this effector poses")
+    joint: EnumProperty(name="Joint", items=_JOINT_ITEMS, description="The joint it pins")
+    kind: EnumProperty(name="Kind", items=KINDS, description="What it pins")
+    enabled: BoolProperty(name="Enabled", default=True, update=_enabled_changed,
+                          description="Take part in solving; enabling snaps the effector to its "
+                                      "joint, so the pose does not jump")
+    weight: FloatProperty(name="Weight", default=1.0, min=0.01, max=1.0,
+                          description="How much this effector matters next to the others")
+    axis: EnumProperty(name="Axis", items=_AXIS_ITEMS, default="FORWARD",
+                       description="Look-at: the joint's axis that points at the effector")
+
+
+def is_effector(obj):
+    return obj is not None and obj.type == "EMPTY" and obj.smpl_ik_effector.is_effector
+
+
+def effectors_of(arm, enabled_only=True):
+    """The effector objects of a body in the current file (scene-linked or not), by name."""
+    return sorted((o for o in bpy.data.objects if is_effector(o) and o.smpl_ik_effector.body == arm
+                   and o.users_scene and (o.smpl_ik_effector.enabled or not enabled_only)),
+                  key=lambda o: o.name)
+
+
+def posed_joints(arm):
+    """(world rotations (24, 3, 3), positions (24, 3)) of the body's current pose, SMPL frame,
+    armature space (metres of the body)."""
+    frames = bridge.rest_frames(arm)
+    local, trans = bridge.read_pose(arm, frames)
+    fk = forward_kinematics(local, bridge.from_blender(bridge.bone_heads(arm)), PARENTS, trans)
+    return fk.rotations, fk.positions
+
+
+def rest_joints(arm):
+    """(24, 3) the body's rest joints in SMPL's frame (its bones' heads)."""
+    return bridge.from_blender(bridge.bone_heads(arm))
+
+
+def core_effectors(arm, objs):
+    """models.smplik.Effector list (SMPL frame, armature space) for effector objects."""
+    to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
+    frames = bridge.rest_frames(arm)
+    out = []
+    for obj in objs:
+        props = obj.smpl_ik_effector
+        j = JOINT_INDEX[props.joint]
+        target = bridge.effector_target(props.kind, to_arm @ bridge.matrix_array(obj.matrix_world), frames[j])
+        out.append(Effector(props.joint, CORE_KIND[props.kind], tuple(map(tuple, target)) if target.ndim == 2
+                            else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight))
+    return out
+
+
+def _snapped_matrix(arm_world, props, world_rot, positions, frames, current):
+    j = JOINT_INDEX[props.joint]
+    m = bridge.joint_matrix(world_rot[j], positions[j], frames[j])
+    if props.kind == "LOOK_AT":  # keep the target's distance, along the joint's posed axis
+        to_arm = np.linalg.inv(arm_world)
+        distance = np.linalg.norm((to_arm @ current)[:3, 3] - m[:3, 3]) if current is not None else 0.0
+        direction = bridge.to_blender(world_rot[j] @ np.array(bridge.LOOK_AXES[props.axis]))
+        m[:3, 3] += direction * (distance if distance > 0.05 else LOOK_DISTANCE)
+        m[:3, :3] = np.eye(3)
+    if props.kind == "POSITION":
+        m[:3, :3] = np.eye(3)
+    return arm_world @ m
+
+
+def pin(arm, objs, fresh=False):
+    """Snap effector objects onto their joints in the body's current pose (keeping scale;
+    look-ats keep their distance unless `fresh`), and remember the result as solved so that
+    no solve follows."""
+    world_rot, positions = posed_joints(arm)
+    frames = bridge.rest_frames(arm)
+    arm_world = bridge.matrix_array(arm.matrix_world)
+    for obj in objs:
+        scale = obj.matrix_world.to_scale()
+        m = _snapped_matrix(arm_world, obj.smpl_ik_effector, world_rot, positions, frames,
+                            None if fresh else bridge.matrix_array(obj.matrix_world))
+        obj.matrix_world = Matrix(m.tolist()) @ Matrix.Diagonal((*scale, 1.0))
+    from .solving import mark_solved  # solving imports this module
+
+    mark_solved(arm)
+
+
+def create_effector(context, arm, joint, kind):
+    """An Empty on `joint` of the body, in the active collection; returns it."""
+    display, size = LOOKS[kind]
+    obj = bpy.data.objects.new(f"{arm.name} {joint} {kind.lower().replace('_', '-')}", None)
+    obj.empty_display_type = display
+    obj.empty_display_size = size
+    obj.show_in_front = True
+    context.collection.objects.link(obj)
+    props = obj.smpl_ik_effector
+    props.is_effector = True
+    props.body = arm
+    props.joint = joint
+    props.kind = kind
+    pin(arm, [obj], fresh=True)
+    return obj
+
+
+classes = (SmplIkEffectorProperties,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    bpy.types.Object.smpl_ik_effector = PointerProperty(type=SmplIkEffectorProperties)
+
+
+def unregister():
+    del bpy.types.Object.smpl_ik_effector
+    _unregister_classes()

@@ -1,0 +1,38 @@
+"""Temporal smoothing of solved pose sequences (for baking effector animation)."""
+import numpy as np
+
+from .rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+
+
+def gaussian_kernel(sigma):
+    """Normalised 1D Gaussian weights over +-3 sigma (sigma in frames, > 0)."""
+    radius = max(1, int(np.ceil(3 * sigma)))
+    x = np.arange(-radius, radius + 1)
+    k = np.exp(-0.5 * (x / sigma) ** 2)
+    return k / k.sum()
+
+
+def _filter(values, kernel):
+    """Convolve (T, ...) along time with edge padding (ends are held, not pulled to zero)."""
+    r = len(kernel) // 2
+    padded = np.concatenate([np.repeat(values[:1], r, 0), values, np.repeat(values[-1:], r, 0)])
+    return sum(w * padded[i:i + len(values)] for i, w in enumerate(kernel))
+
+
+def smooth_poses(local_rot, trans, sigma):
+    """Gaussian-smoothed copies of local rotations (T, J, 3, 3) and translations (T, 3).
+
+    Rotations are averaged as sign-aligned quaternions, then normalised (accurate for the
+    small frame-to-frame changes of a motion). sigma <= 0 returns the inputs unchanged.
+    """
+    local_rot, trans = np.asarray(local_rot, float), np.asarray(trans, float)
+    if sigma <= 0 or len(local_rot) < 2:
+        return local_rot, trans
+    q = matrix_to_quat_wxyz(local_rot)                      # (T, J, 4)
+    for t in range(1, len(q)):                              # one hemisphere along time
+        flip = (q[t] * q[t - 1]).sum(-1) < 0
+        q[t, flip] *= -1
+    kernel = gaussian_kernel(sigma)
+    q = _filter(q, kernel)
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return quat_wxyz_to_matrix(q), _filter(trans, kernel)
