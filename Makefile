@@ -2,15 +2,17 @@
 PYTHON_SYSTEM ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-photo.txt | cksum | cut -d' ' -f1)
 BLENDER_EXT := $(VENV)/lib/python3.11/site-packages/bpy/5.0/scripts/addons_core/bl_pkg/cli/blender_ext.py
 
 .PHONY: test demo extension validate body clean
 
-$(STAMP): requirements.txt
+# requirements-photo.txt goes in with --no-deps: mediapipe declares packages it does not need.
+$(STAMP): requirements.txt requirements-photo.txt
 	test -x $(PY) || $(PYTHON_SYSTEM) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-photo.txt
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

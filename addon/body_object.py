@@ -72,13 +72,17 @@ def _place_bones(ebones, joints_blender, frames):
         eb.length = lengths[j]
 
 
-def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0, 0.0, 0.0)):
+def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0, 0.0, 0.0),
+                betas=None, rest_joints=None):
     """Add an armature + skinned mesh for `body` (a BodyModel) and return the armature.
 
+    betas (10,): its shape (default zeros). rest_joints (24, 3), SMPL frame: place the bones
+    there instead of at the body's joints (a rig's proxy); the caller then places the mesh.
     Everything that can fail (reading the body file) happens before this is called, so a
     failure leaves the scene untouched.
     """
-    joints = bridge.to_blender(body.joints(np.zeros(NUM_BETAS)))
+    betas = np.zeros(NUM_BETAS) if betas is None else np.asarray(betas, dtype=np.float64)
+    joints = bridge.to_blender(body.joints(betas) if rest_joints is None else rest_joints)
     frames = bridge.bone_frames(joints)
 
     arm_data = bpy.data.armatures.new(name)
@@ -112,11 +116,14 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
     modifier = mesh_obj.modifiers.new("Armature", "ARMATURE")
     modifier.object = arm_obj
 
+    for k, value in enumerate(betas):
+        mesh_obj.data.shape_keys.key_blocks[f"{SHAPE_KEY_PREFIX}{k:02d}"].value = value
     props = arm_obj.smpl_ik
     props.is_body = True
     props.body_path = body_path
     props.mesh = mesh_obj
-    props.applied_betas = [0.0] * NUM_BETAS
+    props.applied_betas = betas.tolist()
+    props.betas = betas.tolist()  # equal to applied_betas: no update runs
     return arm_obj
 
 
@@ -128,6 +135,10 @@ def apply_shape(context, arm_obj):
     """
     props = arm_obj.smpl_ik
     betas = np.array(props.betas[:], dtype=np.float64)
+    if props.rig is not None:
+        props.betas = props.applied_betas[:]
+        raise SmplIkError(f"{arm_obj.name} is the proxy of rig {props.rig.name!r} and takes its shape "
+                          "from it; change the rig and fit it again")
     bad = np.nonzero(~np.isfinite(betas) | (np.abs(betas) > SHAPE_KEY_RANGE))[0]
     if len(bad):
         props.betas = props.applied_betas[:]  # the update this triggers sees good values

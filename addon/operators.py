@@ -2,13 +2,13 @@
 from pathlib import Path
 
 import bpy
-from bpy.props import EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..models.body_model import NUM_BETAS, load_body_model
 from ..models.errors import SmplIkError
 from ..models.skeleton import JOINT_NAMES
-from . import solving
-from .body_object import body_of, create_body
+from . import photo, rig, solving
+from .body_object import body_of, create_body, is_body
 from .effectors import DEFAULT_JOINTS, KINDS, create_effector, effectors_of, is_effector
 from .preferences import user_body_files
 
@@ -260,7 +260,131 @@ class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
+class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
+    """Pose the active body (or a new one) like the person in a photo, with effectors on the
+    joints the photo shows and the photo behind the body as a reference"""
+
+    bl_idname = "smpl_ik.pose_from_image"
+    bl_label = "Pose from Photo"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: StringProperty(name="Photo", subtype="FILE_PATH")
+    filter_image: BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
+    filter_folder: BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
+    person: IntProperty(name="Person", default=1, min=1, max=10,
+                        description="Which person, by size in the photo (1: the largest)")
+    min_visibility: FloatProperty(name="Minimum Visibility", default=0.5, min=0.0, max=1.0,
+                                  description="Joints the detector is less sure of are guessed by SMPL-IK")
+    reference: BoolProperty(name="Show Photo", default=True, description="Stand the photo behind the body")
+    effectors: BoolProperty(name="Add Effectors", default=True,
+                            description="Pin the joints the photo shows, ready for editing")
+
+    def invoke(self, context, event):
+        if not photo.detector_available():
+            self.report({"ERROR"}, photo.MISSING)
+            return {"CANCELLED"}
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        try:
+            arm = body_of(context.active_object)
+            created = arm is None
+            if created:  # no body yet: check the photo on a throw-away load first, then add one
+                if not photo.detector_available():
+                    raise SmplIkError(photo.MISSING)
+                bpy.ops.smpl_ik.add_body()
+                arm = context.active_object
+            try:
+                solved, found = photo.pose_from_image(context, arm, self.filepath, self.person - 1,
+                                                      self.min_visibility, self.reference, self.effectors)
+            except SmplIkError:
+                if created:  # leave the scene as it was
+                    mesh = arm.smpl_ik.mesh
+                    bpy.data.objects.remove(mesh)
+                    bpy.data.objects.remove(arm)
+                raise
+        except SmplIkError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        seen = int(solved.confident.sum())
+        self.report({"INFO"}, f"Posed {arm.name} from person {self.person} of {found} "
+                              f"({seen} of 24 joints seen, {'IK-GAT' if solved.method == 'ikgat' else 'SMPL-IK'})")
+        return {"FINISHED"}
+
+
+class RigOperator:
+    """Mixin: `run(context, rig)` on the active custom armature; SmplIkError becomes a report."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None
+
+    def execute(self, context):
+        obj = context.active_object
+        if is_body(obj) and obj.smpl_ik.rig is not None:
+            obj = obj.smpl_ik.rig  # a proxy stands for its rig
+        if context.mode != "OBJECT":
+            bpy.ops.object.mode_set(mode="OBJECT")
+        try:
+            message = self.run(context, obj)
+        except SmplIkError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if message:
+            self.report({"INFO"}, message)
+        return {"FINISHED"}
+
+
+class SMPL_IK_OT_map_rig(RigOperator, bpy.types.Operator):
+    """Guess which bone of the active armature sits at each SMPL joint (edit the list after)"""
+
+    bl_idname = "smpl_ik.map_rig"
+    bl_label = "Map Bones"
+
+    def run(self, context, obj):
+        if not rig.is_custom_rig(obj):
+            raise SmplIkError("select a humanoid armature (not an SMPL-IK body) to map")
+        missing = rig.auto_map(obj)
+        return f"Mapped {24 - len(missing)} of 24 joints" + (f"; none for {', '.join(missing)}" if missing else "")
+
+
+class SMPL_IK_OT_fit_rig(RigOperator, bpy.types.Operator):
+    """Fit an SMPL proxy body to the active humanoid armature and drive the armature from it"""
+
+    bl_idname = "smpl_ik.fit_rig"
+    bl_label = "Fit Rig"
+
+    def run(self, context, obj):
+        proxy, fit = rig.fit_and_drive(context, obj)
+        for other in context.selected_objects:
+            other.select_set(False)
+        proxy.select_set(True)
+        context.view_layer.objects.active = proxy
+        return (f"Fitted {proxy.name}: {sum(fit.mapping.mapped)} joints mapped, rig in {fit.unit_name}, "
+                f"scale {fit.shape.scale:.3f}")
+
+
+class SMPL_IK_OT_transfer_to_rig(RigOperator, bpy.types.Operator):
+    """Key the rig's own bones with the proxy's motion over a frame range"""
+
+    bl_idname = "smpl_ik.transfer_to_rig"
+    bl_label = "Transfer to Rig"
+
+    frame_start: IntProperty(name="Start", default=1)
+    frame_end: IntProperty(name="End", default=250)
+    remove_drive: BoolProperty(name="Remove Drive", default=False,
+                               description="Remove the proxy's constraints from the rig afterwards")
+
+    def run(self, context, obj):
+        n = rig.transfer_to_rig(context, obj, self.frame_start, self.frame_end, self.remove_drive)
+        return f"Keyed {n} frame(s) on {obj.name}"
+
+
 classes = (SMPL_IK_OT_add_body, SMPL_IK_OT_reset_shape, SMPL_IK_OT_add_effector,
            SMPL_IK_OT_add_default_effectors, SMPL_IK_OT_solve, SMPL_IK_OT_mirror_pose,
-           SMPL_IK_OT_reset_pose, SMPL_IK_OT_keyframe_pose, SMPL_IK_OT_bake)
+           SMPL_IK_OT_reset_pose, SMPL_IK_OT_keyframe_pose, SMPL_IK_OT_bake, SMPL_IK_OT_map_rig,
+           SMPL_IK_OT_fit_rig, SMPL_IK_OT_transfer_to_rig, SMPL_IK_OT_pose_from_image)
 register, unregister = bpy.utils.register_classes_factory(classes)

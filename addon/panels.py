@@ -1,8 +1,10 @@
 """The sidebar tab "SMPL-IK" in the 3D viewport, and the pose-mode shortcut for effectors."""
 import bpy
 
-from .body_object import body_of
-from .effectors import is_effector, effectors_of
+from . import photo
+from .body_object import body_of, is_body
+from .effectors import effectors_of, is_effector
+from .rig import is_custom_rig
 
 
 class SMPL_IK_PT_body(bpy.types.Panel):
@@ -14,7 +16,11 @@ class SMPL_IK_PT_body(bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        layout.operator_menu_enum("smpl_ik.add_body", "body", text="Add Body", icon="ARMATURE_DATA")
+        row = layout.row(align=True)
+        row.operator_menu_enum("smpl_ik.add_body", "body", text="Add Body", icon="ARMATURE_DATA")
+        row.operator("smpl_ik.pose_from_image", icon="IMAGE_DATA")
+        if not _has_detector():
+            layout.label(text="Pose from Photo needs this extension's platform build", icon="INFO")
         arm = body_of(context.active_object)
         if arm is None:
             layout.label(text="Select an SMPL-IK body to shape it")
@@ -75,7 +81,51 @@ class SMPL_IK_PT_pose(bpy.types.Panel):
         op.frame_start, op.frame_end = context.scene.frame_start, context.scene.frame_end
 
 
-classes = (SMPL_IK_PT_body, SMPL_IK_PT_pose)
+_detector = []
+
+
+def _has_detector():
+    if not _detector:  # looked up once: a package search on every redraw would be wasteful
+        _detector.append(photo.detector_available())
+    return _detector[0]
+
+
+class SMPL_IK_UL_mapping(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.split(factor=0.45)
+        row.label(text=item.joint, icon="BONE_DATA")
+        row.prop_search(item, "bone", data.id_data.data, "bones", text="")
+
+
+class SMPL_IK_PT_rig(bpy.types.Panel):
+    bl_label = "Custom Rig"
+    bl_idname = "SMPL_IK_PT_rig"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "SMPL-IK"
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        if is_body(obj) and obj.smpl_ik.rig is not None:
+            obj = obj.smpl_ik.rig
+        if not is_custom_rig(obj):
+            layout.label(text="Select a humanoid armature to pose it with SMPL-IK")
+            return
+        props = obj.smpl_ik_rig
+        layout.label(text=obj.name, icon="OUTLINER_OB_ARMATURE")
+        layout.operator("smpl_ik.map_rig", icon="BONE_DATA")
+        if len(props.mapping):
+            layout.template_list("SMPL_IK_UL_mapping", "", props, "mapping", props, "active_index", rows=6)
+        row = layout.row(align=True)
+        row.operator("smpl_ik.fit_rig", icon="MOD_ARMATURE")
+        op = row.operator("smpl_ik.transfer_to_rig", icon="KEYINGSET")
+        op.frame_start, op.frame_end = context.scene.frame_start, context.scene.frame_end
+        if props.proxy is not None:
+            layout.label(text=f"Driven by {props.proxy.name}", icon="LINKED")
+
+
+classes = (SMPL_IK_PT_body, SMPL_IK_PT_pose, SMPL_IK_UL_mapping, SMPL_IK_PT_rig)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 _keymaps = []
 

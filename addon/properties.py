@@ -38,6 +38,8 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
         update=_betas_changed)
     applied_betas: FloatVectorProperty(size=NUM_BETAS, default=[0.0] * NUM_BETAS, options={"HIDDEN"})
     status: StringProperty(name="Status", description="The last problem with this body, if any")
+    rig: PointerProperty(name="Rig", type=bpy.types.Object,
+                         description="The custom rig this body is the proxy of (it drives that rig)")
     live: BoolProperty(name="Live Solving", default=True,
                        description="Solve the body whenever one of its enabled effectors moves")
     refine: BoolProperty(name="Exact Effectors", default=True,

@@ -147,11 +147,15 @@ def auto_mapping(names):
     return best, best_name
 
 
-def build_mapping(names, path="", overrides=None, overrides_source=""):
+CLI_HINT = "Write a JSON mapping {\"smpl_joint\": \"source joint\"} and pass it with --mapping"
+
+
+def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_HINT):
     """Map source joint `names` to SMPL's joints.
 
     overrides: {smpl_joint: source_name or None} applied over the automatic mapping.
-    Raises SmplIkError listing the required SMPL joints that stay unmapped.
+    Raises SmplIkError listing the required SMPL joints that stay unmapped, ending with
+    `hint` (how to supply a mapping where the caller is).
     """
     found, convention = auto_mapping(names)
     if overrides:
@@ -170,14 +174,13 @@ def build_mapping(names, path="", overrides=None, overrides_source=""):
                 found.pop(k, None)
             else:
                 found[k] = by_name[v]
-        convention = f"{convention} + {Path(overrides_source).name or 'overrides'}"
+        convention = f"{convention} + {Path(overrides_source).name if overrides_source.endswith('.json') else overrides_source or 'overrides'}"
     absent = [j for j in REQUIRED if j not in found]
     if absent:
         sample = ", ".join(list(names)[:12]) + (", ..." if len(names) > 12 else "")
         raise SmplIkError(
             f"{path}: not a humanoid skeleton this tool can map: no joints found for "
-            f"{', '.join(absent)} (source joints: {sample}). Write a JSON mapping "
-            f"{{\"smpl_joint\": \"source joint\"}} and pass it with --mapping")
+            f"{', '.join(absent)} (source joints: {sample}). {hint}")
     source = tuple(found.get(j) for j in JOINT_NAMES)
     notes = tuple(_explain(j) for j, s in zip(JOINT_NAMES, source) if s is None)
     return JointMapping(source=source, convention=convention, notes=notes)

@@ -1,0 +1,226 @@
+"""Custom rigs: map a humanoid armature's bones to SMPL's joints, fit an SMPL proxy body to it,
+drive the rig from the proxy (so effectors pose the character), and bake the result back
+onto the rig's own bones.
+
+The drive: for each mapped joint the proxy gets a hidden helper bone, parented to the joint's
+bone, whose rest sits where the rig's bone sits when the proxy is in the rig's rest pose. The
+rig bone copies the helper's world rotation and, unless it is connected to its parent, its
+location (not its scale: the proxy is in metres, the rig in its own units). Unmapped rig bones follow their parents as usual.
+"""
+import bpy
+import numpy as np
+from bpy.props import CollectionProperty, IntProperty, PointerProperty, StringProperty
+from mathutils import Matrix
+
+from ..models.body_model import load_body_model
+from ..models.errors import SmplIkError
+from ..models.kinematics import forward_kinematics
+from ..models.mapping import auto_mapping
+from ..models.rig_fit import fit_rig
+from ..models.skeleton import JOINT_NAMES, PARENTS
+from . import bridge
+from .body_object import create_body, edit_bones, is_body
+from .effectors import pin
+
+HELPER_PREFIX = "SMPL-IK drive "
+CONSTRAINT_PREFIX = "SMPL-IK "
+
+
+class SmplIkRigJoint(bpy.types.PropertyGroup):
+    joint: StringProperty(name="SMPL joint", options={"HIDDEN"})
+    bone: StringProperty(name="Bone", description="The rig's bone at this SMPL joint (empty: none)")
+
+
+class SmplIkRigProperties(bpy.types.PropertyGroup):
+    mapping: CollectionProperty(type=SmplIkRigJoint)
+    active_index: IntProperty(options={"HIDDEN"})
+    proxy: PointerProperty(name="Proxy", type=bpy.types.Object,
+                           description="The SMPL-IK body that drives this rig")
+
+
+def is_custom_rig(obj):
+    return obj is not None and obj.type == "ARMATURE" and not is_body(obj)
+
+
+def rig_joints(rig):
+    """(names, parents, heads (J, 3) in world units relative to the rig's origin, Blender axes)."""
+    bones = list(rig.data.bones)
+    names = [b.name for b in bones]
+    index = {n: i for i, n in enumerate(names)}
+    world = bridge.matrix_array(rig.matrix_world)
+    heads = np.array([b.head_local[:] for b in bones]).reshape(-1, 3) @ world[:3, :3].T
+    # parents before children: Blender lists bones in hierarchy order, but do not rely on it
+    order, placed = [], set()
+    while len(order) < len(bones):
+        for i, b in enumerate(bones):
+            if i not in placed and (b.parent is None or index[b.parent.name] in placed):
+                order.append(i)
+                placed.add(i)
+    new = {old: k for k, old in enumerate(order)}
+    parents = [new[index[bones[i].parent.name]] if bones[i].parent else -1 for i in order]
+    return [names[i] for i in order], parents, heads[order]
+
+
+def mapping_overrides(rig):
+    """The rig's mapping list as overrides {joint: bone or None}, or None when empty."""
+    items = rig.smpl_ik_rig.mapping
+    if not len(items):
+        return None
+    return {it.joint: (it.bone or None) for it in items}
+
+
+def fill_mapping(rig, names, mapping):
+    """Write a JointMapping of bone `names` into the rig's list (all 24 joints, '' where none)."""
+    items = rig.smpl_ik_rig.mapping
+    items.clear()
+    for joint, source in zip(JOINT_NAMES, mapping.source):
+        it = items.add()
+        it.joint = joint
+        it.bone = "" if source is None else names[source]
+
+
+def auto_map(rig):
+    """Fill the rig's mapping list from its bone names; returns the joints left unmapped."""
+    names, _, _ = rig_joints(rig)
+    found, _ = auto_mapping(names)
+    items = rig.smpl_ik_rig.mapping
+    items.clear()
+    for joint in JOINT_NAMES:
+        it = items.add()
+        it.joint = joint
+        it.bone = names[found[joint]] if joint in found else ""
+    return [j for j in JOINT_NAMES if j not in found]
+
+
+def _mat(m):
+    return Matrix(np.asarray(m).tolist())
+
+
+def _proxy_matrix(rig, fit):
+    """(4, 4) world matrix of the proxy armature: SMPL-frame metres (Blender axes) to the
+    rig's world frame and units, at the rig's origin."""
+    m = np.eye(4)
+    m[:3, :3] = fit.to_smpl.T @ bridge.BLENDER_FROM_SMPL.T / fit.unit
+    m[:3, 3] = bridge.matrix_array(rig.matrix_world)[:3, 3]
+    return m
+
+
+def fit_and_drive(context, rig):
+    """Fit a proxy to `rig`, drive the rig from it; returns (proxy, RigFit). All checks come
+    first: on SmplIkError the scene is untouched."""
+    if not is_custom_rig(rig):
+        raise SmplIkError("select a humanoid armature (not an SMPL-IK body) to fit")
+    if rig.smpl_ik_rig.proxy is not None and rig.smpl_ik_rig.proxy.users_scene:
+        raise SmplIkError(f"{rig.name} is already driven by {rig.smpl_ik_rig.proxy.name}; "
+                          "bake it with Transfer to Rig (removing the drive) or delete the proxy first")
+    names, parents, heads = rig_joints(rig)
+    body = load_body_model()
+    fit = fit_rig(names, parents, heads, body, mapping_overrides(rig), label=f"rig {rig.name!r}")
+
+    proxy_world = _proxy_matrix(rig, fit)
+    proxy = create_body(context, body, name=f"{rig.name} proxy", betas=fit.betas, rest_joints=fit.proxy_rest)
+    proxy.matrix_world = _mat(proxy_world)
+    proxy.smpl_ik.rig = rig
+    mesh = proxy.smpl_ik.mesh   # the fitted body, scaled to the rig and put on its pelvis
+    body_rest = body.joints(fit.betas)
+    mesh.scale = (1.0 / fit.shape.scale,) * 3
+    mesh.location = bridge.to_blender(fit.proxy_rest[0] - body_rest[0] / fit.shape.scale)
+
+    frames = bridge.rest_frames(proxy)
+    fk = forward_kinematics(fit.rig_pose, fit.proxy_rest, PARENTS)
+    to_proxy = np.linalg.inv(proxy_world)
+    rig_world = bridge.matrix_array(rig.matrix_world)
+    helpers = {}
+    for j, joint in enumerate(JOINT_NAMES):
+        bone = fit.bone_for(joint)
+        if bone is None:
+            continue
+        rest = np.eye(4)
+        rest[:3, :3], rest[:3, 3] = frames[j], bridge.to_blender(fit.proxy_rest[j])
+        at_rig_pose = bridge.joint_matrix(fk.rotations[j], fk.positions[j], frames[j])
+        rig_bone = to_proxy @ rig_world @ bridge.matrix_array(rig.data.bones[bone].matrix_local)
+        rig_bone[:3, :3] = bridge.orthonormal(rig_bone[:3, :3])
+        helpers[bone] = (joint, rest @ np.linalg.inv(at_rig_pose) @ rig_bone)
+    with edit_bones(context, proxy) as ebones:
+        for bone, (joint, matrix) in helpers.items():
+            eb = ebones.new(HELPER_PREFIX + bone)
+            eb.tail = (0.0, 0.05, 0.0)  # a zero-length bone cannot take an orientation
+            eb.matrix = _mat(matrix)
+            eb.parent = ebones[joint]
+            eb.use_deform = False
+    for bone in helpers:
+        proxy.data.bones[HELPER_PREFIX + bone].hide = True
+    bridge.write_pose(proxy, fit.rig_pose, np.zeros(3), frames)
+    for bone in helpers:
+        pb = rig.pose.bones[bone]
+        # a connected bone's head is its parent's tail, which the parent's drive already places
+        kinds = ("COPY_ROTATION",) if pb.bone.use_connect else ("COPY_ROTATION", "COPY_LOCATION")
+        for kind in kinds:
+            con = pb.constraints.new(kind)
+            con.name = f"{CONSTRAINT_PREFIX}{kind.split('_')[1].lower()}"
+            con.target, con.subtarget = proxy, HELPER_PREFIX + bone
+    rig.smpl_ik_rig.proxy = proxy
+    fill_mapping(rig, fit.names, fit.mapping)
+    pin(proxy, [])
+    return proxy, fit
+
+
+def drive_constraints(rig):
+    return [(pb, c) for pb in rig.pose.bones for c in pb.constraints if c.name.startswith(CONSTRAINT_PREFIX)]
+
+
+def transfer_to_rig(context, rig, frame_start, frame_end, remove_drive=False):
+    """Key the rig's driven bones with what the proxy makes them do on every frame of the
+    range (their visual local transforms); optionally remove the drive. Returns frames keyed."""
+    if not is_custom_rig(rig):
+        raise SmplIkError("select the custom rig (the armature a proxy drives)")
+    driven = drive_constraints(rig)
+    if not driven:
+        raise SmplIkError(f"{rig.name} is not driven by an SMPL-IK proxy; fit it first")
+    if frame_end < frame_start:
+        raise SmplIkError(f"the range {frame_start}-{frame_end} is empty")
+    scene = context.scene
+    bones = sorted({pb.name for pb, _ in driven})
+    original = scene.frame_current
+    samples = []
+    for frame in range(frame_start, frame_end + 1):
+        scene.frame_set(frame)
+        samples.append({name: rig.convert_space(pose_bone=rig.pose.bones[name], matrix=rig.pose.bones[name].matrix,
+                                                from_space="POSE", to_space="LOCAL").copy() for name in bones})
+    if remove_drive:
+        for pb, con in driven:
+            pb.constraints.remove(con)
+        rig.smpl_ik_rig.proxy = None
+    for frame, sample in zip(range(frame_start, frame_end + 1), samples):
+        for name, matrix in sample.items():
+            pb = rig.pose.bones[name]
+            loc, rot, _ = matrix.decompose()
+            pb.location = loc
+            if pb.rotation_mode == "QUATERNION":
+                pb.rotation_quaternion = rot
+                pb.keyframe_insert("rotation_quaternion", frame=frame, group=name)
+            elif pb.rotation_mode == "AXIS_ANGLE":
+                axis, angle = rot.to_axis_angle()
+                pb.rotation_axis_angle = (angle, *axis)
+                pb.keyframe_insert("rotation_axis_angle", frame=frame, group=name)
+            else:
+                pb.rotation_euler = rot.to_euler(pb.rotation_mode, pb.rotation_euler)
+                pb.keyframe_insert("rotation_euler", frame=frame, group=name)
+            pb.keyframe_insert("location", frame=frame, group=name)
+    scene.frame_set(original)
+    return frame_end - frame_start + 1
+
+
+classes = (SmplIkRigJoint, SmplIkRigProperties)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    bpy.types.Object.smpl_ik_rig = PointerProperty(type=SmplIkRigProperties)
+
+
+def unregister():
+    del bpy.types.Object.smpl_ik_rig
+    _unregister_classes()
+

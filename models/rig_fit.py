@@ -1,0 +1,105 @@
+"""Bring a custom humanoid rig into SMPL space: map its joints, invert its shape, and build
+the skeleton of an SMPL proxy that stands where the rig stands.
+
+The proxy's rest pose is SMPL's T-pose (the networks assume it), with the rig's own segment
+lengths, so its joints can be made to coincide with the rig's. `rig_pose` is the SMPL pose
+that puts the proxy into the rig's rest pose (an A-pose rig gives lowered arms); driving the
+rig from the proxy is then "the rig's rest, turned as the proxy turned away from rig_pose".
+
+Frames: the rig's joints come in its own world frame and units; everything returned is in
+SMPL's frame (Y up, facing +Z), metres, relative to the rig's origin.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bvh import Skeleton
+from .errors import SmplIkError
+from .ikgat import analytic_rotations
+from .kinematics import forward_kinematics
+from .mapping import JointMapping, build_mapping
+from .retarget import ShapeFit, _chain_fractions, fit_shape, smpl_positions, source_rig
+from .skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+
+
+@dataclass(frozen=True)
+class RigFit:
+    """A rig mapped and fitted. `proxy_rest` (24, 3): T-pose rest joints with the rig's
+    segment lengths; `rig_pose` (24, 3, 3): local rotations taking the proxy onto the rig's
+    rest joints `rig_joints` (24, 3); `to_smpl` (3, 3) and `unit` (metres per rig unit) take
+    a rig-frame offset d to SMPL's frame as unit * to_smpl @ d."""
+
+    mapping: JointMapping
+    names: tuple
+    shape: ShapeFit
+    to_smpl: np.ndarray
+    unit: float
+    unit_name: str
+    rig_joints: np.ndarray
+    proxy_rest: np.ndarray
+    rig_pose: np.ndarray
+
+    @property
+    def betas(self):
+        return self.shape.betas
+
+    def bone_for(self, joint):
+        """The rig bone name mapped to an SMPL joint, or None."""
+        s = self.mapping.source[JOINT_NAMES.index(joint)]
+        return None if s is None else self.names[s]
+
+
+def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
+    """Fit an SMPL proxy to a rig.
+
+    names (J,), parents (J,) (parents[j] < j, -1 for roots), heads (J, 3): the rig's joints
+    at rest, in its world frame and units, relative to its origin. overrides: {smpl_joint:
+    rig bone name or None} over the automatic mapping. Raises SmplIkError naming what is
+    missing when the rig is not a humanoid this can map.
+    """
+    names = tuple(names)
+    heads = np.asarray(heads, dtype=np.float64)
+    if heads.shape != (len(names), 3) or not np.all(np.isfinite(heads)):
+        raise SmplIkError(f"{label}: joint positions must be finite, one per bone")
+    if len(names) < 2:
+        raise SmplIkError(f"{label}: has {len(names)} bone(s); a humanoid needs legs, a spine and arms")
+    parents = tuple(int(p) for p in parents)
+    mapping = build_mapping(names, label, overrides, overrides_source="the rig's mapping" if overrides else "",
+                            hint="Fix the mapping in the SMPL-IK Rig panel (each SMPL joint's bone)")
+    seen = {}
+    for joint, s in zip(JOINT_NAMES, mapping.source):
+        if s is not None and s in seen:
+            raise SmplIkError(f"{label}: bone {names[s]!r} is mapped to both {seen[s]} and {joint}; "
+                              "each SMPL joint needs its own bone")
+        seen.setdefault(s, joint)
+    offsets = np.array([heads[j] - (heads[p] if p >= 0 else 0.0) for j, p in enumerate(parents)])
+    skeleton = Skeleton(names=names, parents=parents, offsets=offsets,
+                        channels=((),) * len(names), end_site=(False,) * len(names))
+    rig = source_rig(skeleton, mapping)
+    shape = fit_shape(body, smpl_positions(rig.ref_positions, mapping, {}))
+    body_rest = body.joints(shape.betas)
+    placements = _chain_fractions(body_rest, np.array(mapping.mapped))
+    rig_joints = smpl_positions(rig.ref_positions, mapping, placements)
+    for j in range(1, NUM_JOINTS):  # joints the rig lacks below its last mapped one: SMPL's offsets
+        if np.isnan(rig_joints[j]).any():
+            rig_joints[j] = rig_joints[PARENTS[j]] + (body_rest[j] - body_rest[PARENTS[j]]) / shape.scale
+    t_pose = np.zeros((NUM_JOINTS, 3))  # SMPL's T-pose directions, the rig's segment lengths
+    t_pose[0] = rig_joints[0]
+    for j in range(1, NUM_JOINTS):
+        p = PARENTS[j]
+        direction = body_rest[j] - body_rest[p]
+        length = np.linalg.norm(rig_joints[j] - rig_joints[p])
+        t_pose[j] = t_pose[p] + direction / max(np.linalg.norm(direction), 1e-9) * length
+    rig_pose = analytic_rotations(rig_joints, t_pose)
+    # Un-pose the rig's joints through rig_pose: the proxy's rest is then the T-pose up to what
+    # a rotation cannot fix (e.g. where the rig's hips sit), and rig_pose lands on the rig exactly.
+    world = forward_kinematics(rig_pose, t_pose, PARENTS).rotations
+    proxy = np.zeros((NUM_JOINTS, 3))
+    proxy[0] = rig_joints[0]
+    for j in range(1, NUM_JOINTS):
+        p = PARENTS[j]
+        proxy[j] = proxy[p] + world[p].T @ (rig_joints[j] - rig_joints[p])
+    return RigFit(mapping=mapping, names=names, shape=shape, to_smpl=rig.to_smpl, unit=rig.unit,
+                  unit_name=rig.unit_name, rig_joints=rig_joints, proxy_rest=proxy,
+                  rig_pose=rig_pose)
+

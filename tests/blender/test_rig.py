@@ -1,0 +1,192 @@
+"""Custom rigs: fit an SMPL proxy, drive the rig, transfer the motion, bad rigs."""
+import math
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix, Vector
+
+from models.body_model import load_body_model
+from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+
+from conftest import ROOT
+
+M21 = ROOT.parent / "shared" / "data" / "mocap" / "m21" / "m21_data_t.bvh"
+needs_m21 = pytest.mark.skipif(not M21.is_file(), reason=f"{M21} not found (the shared mocap data is absent)")
+
+# A Mixamo-named humanoid: SMPL joint -> bone name.
+MIXAMO = {"pelvis": "Hips", "spine1": "Spine", "spine2": "Spine1", "spine3": "Spine2", "neck": "Neck",
+          "head": "Head"}
+for _side, _S in (("left", "Left"), ("right", "Right")):
+    MIXAMO.update({f"{_side}_hip": f"{_S}UpLeg", f"{_side}_knee": f"{_S}Leg", f"{_side}_ankle": f"{_S}Foot",
+                   f"{_side}_foot": f"{_S}ToeBase", f"{_side}_collar": f"{_S}Shoulder",
+                   f"{_side}_shoulder": f"{_S}Arm", f"{_side}_elbow": f"{_S}ForeArm", f"{_side}_wrist": f"{_S}Hand"})
+
+
+def update():
+    bpy.context.view_layer.update()
+
+
+def head(obj, bone):
+    return np.array(obj.matrix_world @ obj.pose.bones[bone].head)
+
+
+def a_pose_rig(name="character", arm_drop_deg=40.0, rename=None):
+    """A Mixamo-named armature on the open body's joints, arms lowered into an A-pose, built
+    in centimetres and turned 90 degrees, so units, rest pose and heading all differ from SMPL."""
+    joints = load_body_model().joints(np.zeros(10))
+    pos = {j: Vector((x, -z, y)) * 100 for j, (x, y, z) in zip(JOINT_NAMES, joints)}  # Blender axes, cm
+    for side, sign in (("left", 1), ("right", -1)):
+        pivot = pos[f"{side}_shoulder"].copy()
+        turn = Matrix.Rotation(math.radians(-sign * arm_drop_deg), 3, "Y")
+        for j in ("elbow", "wrist"):
+            pos[f"{side}_{j}"] = pivot + turn @ (pos[f"{side}_{j}"] - pivot)
+    names = dict(MIXAMO, **(rename or {}))
+    data = bpy.data.armatures.new(name)
+    rig = bpy.data.objects.new(name, data)
+    bpy.context.collection.objects.link(rig)
+    rig.rotation_euler.z = math.radians(90)
+    rig.location = (2.0, 1.0, 0.0)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    for j, joint in enumerate(JOINT_NAMES):
+        if joint not in names:
+            continue
+        eb = data.edit_bones.new(names[joint])
+        eb.head = pos[joint]
+        kids = [k for k in range(24) if PARENTS[k] == j and JOINT_NAMES[k] in MIXAMO]
+        eb.tail = pos[JOINT_NAMES[kids[0]]] if len(kids) == 1 else pos[joint] + Vector((0, 0, 8))
+        p = PARENTS[j]
+        while p >= 0 and JOINT_NAMES[p] not in names:
+            p = PARENTS[p]
+        if p >= 0:
+            eb.parent = data.edit_bones[names[JOINT_NAMES[p]]]
+    bpy.ops.object.mode_set(mode="OBJECT")
+    return rig
+
+
+def fit(rig):
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.smpl_ik.fit_rig() == {"FINISHED"}
+    update()
+    return rig.smpl_ik_rig.proxy
+
+
+def rest_heads(rig):
+    return {b.name: np.array(rig.matrix_world @ b.head_local) for b in rig.data.bones}
+
+
+def drag_left_wrist(proxy, offset):
+    bpy.context.view_layer.objects.active = proxy
+    assert bpy.ops.smpl_ik.add_default_effectors() == {"FINISHED"}
+    wrist = next(o for o in bpy.data.objects if o.type == "EMPTY" and o.smpl_ik_effector.joint == "left_wrist")
+    wrist.location += Vector(offset)
+    update()
+    return wrist
+
+
+def test_fit_rig_leaves_the_rig_in_place_and_drives_it():
+    rig = a_pose_rig()
+    before = rest_heads(rig)
+    proxy = fit(rig)
+    assert proxy is not None and proxy.smpl_ik.rig == rig
+    for name, h in before.items():           # fitting does not move the character
+        assert np.linalg.norm(head(rig, name) - h) < 0.05, name   # cm
+    for joint, bone in MIXAMO.items():       # the proxy stands on the rig's joints
+        assert np.linalg.norm(head(proxy, joint) - before[bone]) < 0.05, joint
+    # the proxy's rest is a T-pose: its arms are horizontal although the rig's hang down
+    rest_l = np.array(proxy.matrix_world @ proxy.data.bones["left_wrist"].head_local)
+    rest_s = np.array(proxy.matrix_world @ proxy.data.bones["left_shoulder"].head_local)
+    assert abs(rest_l[2] - rest_s[2]) < 3.0 < abs(before["LeftHand"][2] - before["LeftArm"][2])
+    names = {it.joint: it.bone for it in rig.smpl_ik_rig.mapping}
+    assert names == {j: MIXAMO.get(j, "") for j in JOINT_NAMES}
+
+    wrist = drag_left_wrist(proxy, (-10.0, -15.0, 15.0))   # cm: the rig is in centimetres, turned 90 deg
+    target = np.array(wrist.matrix_world.translation)
+    assert np.linalg.norm(head(proxy, "left_wrist") - target) < 1.0
+    for side in ("Left", "Right"):
+        joint = f"{side.lower()}_wrist"
+        assert np.linalg.norm(head(rig, f"{side}Hand") - head(proxy, joint)) < 2.0
+    assert np.linalg.norm(head(rig, "LeftHand") - before["LeftHand"]) > 20
+
+
+def test_transfer_to_rig_bakes_the_motion_and_removes_the_drive():
+    rig = a_pose_rig()
+    proxy = fit(rig)
+    wrist = drag_left_wrist(proxy, (0.0, 0.0, 0.0))
+    start = wrist.location.copy()
+    for frame, dz in ((1, 0.0), (5, 35.0)):
+        wrist.location = start + Vector((-10.0, -10.0, dz))
+        wrist.keyframe_insert("location", frame=frame)
+    bpy.context.view_layer.objects.active = proxy
+    assert bpy.ops.smpl_ik.bake(frame_start=1, frame_end=5) == {"FINISHED"}
+    driven = {}
+    for frame in (1, 3, 5):
+        bpy.context.scene.frame_set(frame)
+        driven[frame] = {b: head(rig, b) for b in ("LeftHand", "RightFoot", "Head")}
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.smpl_ik.transfer_to_rig(frame_start=1, frame_end=5, remove_drive=True) == {"FINISHED"}
+    assert not any(c.name.startswith("SMPL-IK") for pb in rig.pose.bones for c in pb.constraints)
+    assert rig.smpl_ik_rig.proxy is None
+    for frame, heads in driven.items():   # the rig's own keys reproduce what the proxy drove
+        bpy.context.scene.frame_set(frame)
+        for bone, h in heads.items():
+            assert np.linalg.norm(head(rig, bone) - h) < 0.5, (frame, bone)
+
+
+@needs_m21
+def test_m21_rig_hands_follow_the_proxy():
+    bpy.ops.import_anim.bvh(filepath=str(M21))
+    rig = bpy.context.active_object
+    before = rest_heads(rig)
+    proxy = fit(rig)
+    assert sum(1 for it in rig.smpl_ik_rig.mapping if it.bone) >= 19
+    for name, h in before.items():
+        assert np.linalg.norm(head(rig, name) - h) < 0.05, name
+    drag_left_wrist(proxy, (-15.0, -20.0, 25.0))
+    for side in ("Left", "Right"):
+        joint = JOINT_INDEX[f"{side.lower()}_wrist"]
+        assert np.linalg.norm(head(rig, f"{side}Hand") - head(proxy, JOINT_NAMES[joint])) < 2.0
+
+
+def test_non_humanoid_rig_is_refused_with_the_scene_untouched():
+    data = bpy.data.armatures.new("crane")
+    rig = bpy.data.objects.new("crane", data)
+    bpy.context.collection.objects.link(rig)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    for i, name in enumerate(("mast", "jib", "hook")):
+        eb = data.edit_bones.new(name)
+        eb.head, eb.tail = (0, 0, i), (0, 0, i + 1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    objects = set(bpy.data.objects)
+    with pytest.raises(RuntimeError, match="not a humanoid.*no joints found for pelvis"):
+        bpy.ops.smpl_ik.fit_rig()
+    assert set(bpy.data.objects) == objects and not any(pb.constraints for pb in rig.pose.bones)
+
+
+def test_rig_with_missing_joints_names_them_and_the_mapping_list_fixes_it():
+    rig = a_pose_rig(rename={"left_elbow": "arm_lower_L_x"})
+    bpy.context.view_layer.objects.active = rig
+    objects = set(bpy.data.objects)
+    with pytest.raises(RuntimeError, match="no joints found for left_elbow"):
+        bpy.ops.smpl_ik.fit_rig()
+    assert set(bpy.data.objects) == objects
+    assert bpy.ops.smpl_ik.map_rig() == {"FINISHED"}
+    items = {it.joint: it for it in rig.smpl_ik_rig.mapping}
+    assert items["left_elbow"].bone == "" and items["left_shoulder"].bone == "LeftArm"
+    items["left_elbow"].bone = "LeftArm"      # a slip by hand is caught
+    with pytest.raises(RuntimeError, match="LeftArm.*both left_shoulder and left_elbow"):
+        bpy.ops.smpl_ik.fit_rig()
+    assert set(bpy.data.objects) == objects
+    items["left_elbow"].bone = "arm_lower_L_x"
+    assert bpy.ops.smpl_ik.fit_rig() == {"FINISHED"}
+
+
+def test_proxy_shape_follows_the_rig_only():
+    rig = a_pose_rig()
+    proxy = fit(rig)
+    betas = proxy.smpl_ik.betas[:]
+    proxy.smpl_ik.betas[0] = 3.0
+    assert proxy.smpl_ik.betas[:] == pytest.approx(betas)
+    assert "takes its shape" in proxy.smpl_ik.status
+
