@@ -1,6 +1,10 @@
-"""Headless demo: the open body in three shapes, posed the same, rendered with Cycles (CPU).
+"""Headless demo, rendered with Cycles (CPU), left to right: the open body in three shapes,
+posed the same; a body posed by dragging effectors (SMPL-IK); a body posed from a photo
+(../shared/data/images/bus.jpg, else camera.png; skipped without MediaPipe or photos); and the
+m21 skeleton (../shared/data/mocap/m21) as a custom rig, driven by its SMPL proxy (drawn as
+sticks on its own bones; skipped without the data).
 
-    .venv/bin/python scripts/demo.py [--out out] [--samples 32] [--resolution 1280 720]
+    .venv/bin/python scripts/demo.py [--out out] [--samples 32] [--resolution 1600 720]
 
 Writes OUT/demo.png and OUT/demo.blend (each written to a temporary file, then renamed).
 """
@@ -14,6 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
+SHARED = ROOT.parent / "shared" / "data"
+PHOTOS = (SHARED / "images" / "bus.jpg", SHARED / "images" / "camera.png")
+M21_RIG = SHARED / "mocap" / "m21" / "m21_data_t.bvh"
+# Effector moves (metres, Blender axes) for the body posed by dragging: a reach and a step.
+DRAGS = {"left_wrist": (-0.25, -0.25, 0.75), "right_wrist": (0.35, -0.2, -0.3),
+         "right_ankle": (0.05, -0.3, 0.25)}
 
 SHAPES = (  # (label, betas, colour)
     ("average", {}, (0.80, 0.62, 0.50)),
@@ -56,7 +66,7 @@ def build_scene(bpy, bridge, resolution, samples):
     pose = relaxed_pose()
     bodies = []
     for i, (label, betas, colour) in enumerate(SHAPES):
-        scene.cursor.location = ((i - 1) * 0.9, 0.0, 0.0)
+        scene.cursor.location = ((i - 3) * 0.9, 0.0, 0.0)
         bpy.ops.smpl_ik.add_body()
         arm = bpy.context.active_object
         arm.name = f"SMPL-IK {label}"
@@ -67,12 +77,25 @@ def build_scene(bpy, bridge, resolution, samples):
         arm.hide_render = True
         bodies.append(arm)
 
+    notes = []
+    bodies.append(effector_body(bpy, scene, (0.2, 0.0, 0.0)))
+    photo_body = photo_posed_body(bpy, scene, (1.2, 0.0, 0.0), notes)
+    if photo_body is not None:
+        bodies.append(photo_body)
+    rig_sticks = driven_rig(bpy, scene, (2.25, 0.0, 0.0), notes)
+
     # stand every body on the floor: lowest evaluated vertex at z = 0
     depsgraph = bpy.context.evaluated_depsgraph_get()
     for arm in bodies:
         mesh_obj = arm.smpl_ik.mesh.evaluated_get(depsgraph)
         lowest = min((mesh_obj.matrix_world @ v.co).z for v in mesh_obj.data.vertices)
         arm.location.z -= lowest
+    if rig_sticks is not None:
+        rig, sticks = rig_sticks
+        bpy.context.view_layer.update()
+        lowest = min((s.matrix_world @ v.co).z for s in sticks for v in s.data.vertices)
+        rig.location.z -= lowest
+        rig.smpl_ik_rig.proxy.location.z -= lowest
 
     bpy.ops.mesh.primitive_plane_add(size=20.0, location=(0, 0, 0))
     bpy.context.active_object.data.materials.append(material(bpy, "floor", (0.85, 0.85, 0.82)))
@@ -81,7 +104,7 @@ def build_scene(bpy, bridge, resolution, samples):
     cam_data.lens = 50
     cam = bpy.data.objects.new("Camera", cam_data)
     scene.collection.objects.link(cam)
-    cam.location = (0.0, -6.2, 1.45)
+    cam.location = (-0.2, -9.0, 1.3)
     cam.rotation_euler = (math.radians(86), 0.0, 0.0)
     scene.camera = cam
 
@@ -111,7 +134,94 @@ def build_scene(bpy, bridge, resolution, samples):
     scene.render.image_settings.file_format = "PNG"
     scene.view_settings.view_transform = "AgX"
     scene.view_settings.look = "AgX - Medium High Contrast"
+    for note in notes:
+        print(note)
     return bodies
+
+
+def effector_body(bpy, scene, location):
+    """A body posed by moving three of its default effectors, as an artist drags them."""
+    from mathutils import Vector
+
+    scene.cursor.location = location
+    bpy.ops.smpl_ik.add_body()
+    arm = bpy.context.active_object
+    arm.name = "SMPL-IK posed by effectors"
+    bpy.ops.smpl_ik.add_default_effectors()
+    bpy.context.view_layer.update()
+    for obj in [o for o in bpy.data.objects if o.type == "EMPTY" and o.smpl_ik_effector.body == arm]:
+        move = DRAGS.get(obj.smpl_ik_effector.joint)
+        if move:
+            obj.location += Vector(move)
+            bpy.context.view_layer.update()   # one live solve per drag
+    arm.smpl_ik.mesh.data.materials.append(material(bpy, "effectors", (0.85, 0.55, 0.35)))
+    arm.hide_render = True
+    return arm
+
+
+def photo_posed_body(bpy, scene, location, notes):
+    """A body posed from the first photo found, or None (with a note saying why)."""
+    photo = next((p for p in PHOTOS if p.is_file()), None)
+    if photo is None:
+        notes.append(f"no photo body: none of {', '.join(str(p) for p in PHOTOS)} exists")
+        return None
+    scene.cursor.location = location
+    bpy.ops.smpl_ik.add_body()
+    arm = bpy.context.active_object
+    arm.name = f"SMPL-IK from {photo.name}"
+    try:
+        bpy.ops.smpl_ik.pose_from_image(filepath=str(photo), effectors=False)
+    except RuntimeError as exc:   # MediaPipe not installed, or nobody found
+        notes.append(f"no photo body: {exc}")
+        bpy.data.objects.remove(arm.smpl_ik.mesh)
+        bpy.data.objects.remove(arm)
+        return None
+    arm.location = location       # the photo pose stands at the body's own origin
+    arm.smpl_ik.mesh.data.materials.append(material(bpy, "photo", (0.55, 0.50, 0.80)))
+    arm.hide_render = True
+    return arm
+
+
+def driven_rig(bpy, scene, location, notes):
+    """The m21 skeleton fitted with a proxy and posed through it; (rig, stick meshes) or None."""
+    import numpy as np
+    from mathutils import Vector
+
+    if not M21_RIG.is_file():
+        notes.append(f"no custom rig: {M21_RIG} not found")
+        return None
+    bpy.ops.import_anim.bvh(filepath=str(M21_RIG), global_scale=0.01)
+    rig = bpy.context.active_object
+    rig.location = location
+    bpy.context.view_layer.update()
+    bpy.ops.smpl_ik.fit_rig()
+    proxy = rig.smpl_ik_rig.proxy
+    bpy.ops.smpl_ik.add_default_effectors()
+    bpy.context.view_layer.update()
+    waves = {"right_wrist": (-0.15, -0.1, 0.85), "left_wrist": (-0.1, -0.25, 0.2), "left_ankle": (0.1, 0.0, 0.12)}
+    for obj in [o for o in bpy.data.objects if o.type == "EMPTY" and o.smpl_ik_effector.body == proxy]:
+        move = waves.get(obj.smpl_ik_effector.joint)
+        if move:
+            obj.location += Vector(move)
+            bpy.context.view_layer.update()
+    proxy.smpl_ik.mesh.hide_render = True
+    proxy.hide_render = True
+    stick = material(bpy, "rig", (0.35, 0.35, 0.38))
+    sticks = []
+    for bone in rig.data.bones:   # a tapered stick per bone, parented to the bone
+        length = bone.length
+        if length < 1e-4:
+            continue
+        bpy.ops.mesh.primitive_cone_add(vertices=10, radius1=0.035, radius2=0.015, depth=length,
+                                        location=(0, length / 2, 0), rotation=(-np.pi / 2, 0, 0))
+        obj = bpy.context.active_object
+        obj.data.transform(obj.matrix_basis)
+        obj.matrix_basis.identity()
+        obj.data.materials.append(stick)
+        obj.parent, obj.parent_type, obj.parent_bone = rig, "BONE", bone.name
+        obj.matrix_world = rig.matrix_world @ rig.pose.bones[bone.name].matrix   # as posed now
+        sticks.append(obj)
+    return rig, sticks
 
 
 def write_atomically(final, write):
@@ -130,7 +240,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="out", help="output folder (default: out)")
     ap.add_argument("--samples", type=int, default=32, help="Cycles samples (default 32)")
-    ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
+    ap.add_argument("--resolution", type=int, nargs=2, default=(1600, 720), metavar=("W", "H"))
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

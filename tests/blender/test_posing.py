@@ -298,3 +298,14 @@ def test_solved_pose_matches_forward_kinematics_of_the_core(posed):
     blender = bridge.to_blender(pos) @ world[:3, :3].T + world[:3, 3]
     for j, name in enumerate(JOINT_NAMES):
         assert np.linalg.norm(blender[j] - joint_world(arm, name)) < 1e-4, name
+
+
+def test_add_effector_on_the_active_pose_bone():
+    arm = add_body()
+    bpy.ops.object.mode_set(mode="POSE")
+    arm.data.bones.active = arm.data.bones["right_elbow"]
+    assert bpy.ops.smpl_ik.add_effector() == {"FINISHED"}       # joint defaults to the active bone
+    assert set(effectors(arm)) == {"right_elbow"}
+    arm.data.bones.active = None
+    with pytest.raises(RuntimeError, match="select one of the body's bones"):
+        bpy.ops.smpl_ik.add_effector()
