@@ -22,8 +22,8 @@ SHARED = ROOT.parent / "shared" / "data"
 PHOTOS = (SHARED / "images" / "bus.jpg", SHARED / "images" / "camera.png")
 M21_RIG = SHARED / "mocap" / "m21" / "m21_data_t.bvh"
 # Effector moves (metres, Blender axes) for the body posed by dragging: a reach and a step.
-DRAGS = {"left_wrist": (-0.25, -0.25, 0.75), "right_wrist": (0.35, -0.2, -0.3),
-         "right_ankle": (0.05, -0.3, 0.25)}
+DRAGS = {"left_wrist": (-0.2, -0.25, 0.55), "head": (0.1, -0.05, -0.04),
+         "right_wrist": (0.3, -0.2, -0.3), "right_ankle": (0.05, -0.3, 0.25)}
 
 SHAPES = (  # (label, betas, colour)
     ("average", {}, (0.80, 0.62, 0.50)),
@@ -104,7 +104,7 @@ def build_scene(bpy, bridge, resolution, samples):
     cam_data.lens = 50
     cam = bpy.data.objects.new("Camera", cam_data)
     scene.collection.objects.link(cam)
-    cam.location = (-0.2, -9.0, 1.3)
+    cam.location = (-0.2, -9.0, 1.45)
     cam.rotation_euler = (math.radians(86), 0.0, 0.0)
     scene.camera = cam
 
