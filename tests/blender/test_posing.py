@@ -10,6 +10,8 @@ from models.kinematics import forward_kinematics
 from models.skeleton import JOINT_NAMES, PARENTS
 from models.smplik import load_smplik
 
+import blender_session
+
 
 def add_body():
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
@@ -34,11 +36,11 @@ def quats(arm):
 
 
 def ext_effectors():
-    return importlib.import_module(__import__("blender_session").MODULE + ".addon.effectors")
+    return importlib.import_module(blender_session.MODULE + ".addon.effectors")
 
 
 def ext_bridge():
-    return importlib.import_module(__import__("blender_session").MODULE + ".addon.bridge")
+    return importlib.import_module(blender_session.MODULE + ".addon.bridge")
 
 
 def make_active(obj):
@@ -230,7 +232,7 @@ def test_keyframe_pose_keys_every_bone_in_the_action_slot(posed):
             fc = curves[(f'pose.bones["{name}"].rotation_quaternion', i)]
             assert [k.co[0] for k in fc.keyframe_points] == [7.0]
             assert fc.keyframe_points[0].co[1] == pytest.approx(arm.pose.bones[name].rotation_quaternion[i], abs=1e-6)
-    assert (f'pose.bones["pelvis"].location', 2) in curves
+    assert ('pose.bones["pelvis"].location', 2) in curves
 
 
 def test_bake_solves_every_frame_from_animated_effectors(posed):
