@@ -6,7 +6,7 @@
 ../shared/data/mocap/cmu_train on first use); whole clips listed in models/training_torch.py
 are held out for validation. Each training pose gets a random body shape, mirroring, a random
 heading and position, and a random set of 3-12 effectors (positions 60%, rotations 25%,
-look-ats 15%), or SMPL-IK's six points (30% of poses).
+look-ats 15%), or SMPL-IK's six points (30% of poses; --six-share).
 """
 import argparse
 import sys
@@ -106,6 +106,8 @@ def evaluate(model, data, body, frames=1000, seed=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--six-share", type=float, default=0.3,
+                    help="share of training poses that get SMPL-IK's six points (default 0.3)")
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
@@ -115,10 +117,11 @@ def main(argv=None):
 
     def batch_loss(gen):
         rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen)
-        return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen))
+        return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share))
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
-    extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF}
+    extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
+             "six_point_share": args.six_share}
     if before is not None:  # a continued run: record the whole history
         extra["continued_from"] = {k: before.get(k) for k in ("training_seconds", "steps", "machine", "validation")}
     finish(model, args, train_set, steps, seconds, history, evaluate(model, val, body), extra)
