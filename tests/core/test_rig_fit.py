@@ -1,0 +1,62 @@
+"""Fitting an SMPL proxy to a custom rig (bpy-free): exact landing, T-pose rest, bad rigs."""
+import numpy as np
+import pytest
+
+from models.errors import SmplIkError
+from models.kinematics import forward_kinematics
+from models.rig_fit import fit_rig
+from models.rotations import axis_angle_to_matrix
+from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+
+# an SMPL-named rig that lacks the hands and the upper spine (like many game skeletons)
+DROP = ("left_hand", "right_hand", "spine3")
+
+
+def a_posed_rig(open_body, rng, drop=DROP, units=100.0):
+    """A rig built from a random body in an A-pose, in centimetres, Z up (Blender's axes)."""
+    betas = rng.normal(size=10)
+    rest = open_body.joints(betas)
+    aa = np.zeros((24, 3))
+    aa[JOINT_INDEX["left_shoulder"]] = (0, 0, -0.7)
+    aa[JOINT_INDEX["right_shoulder"]] = (0, 0, 0.7)
+    posed = forward_kinematics(axis_angle_to_matrix(aa), rest, PARENTS).positions
+    keep = [j for j in range(24) if JOINT_NAMES[j] not in drop]
+    parents = []
+    for j in keep:
+        p = PARENTS[j]
+        while p >= 0 and p not in keep:
+            p = PARENTS[p]
+        parents.append(keep.index(p) if p >= 0 else -1)
+    heads = posed[keep] @ np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]]).T * units  # Y up -> Z up
+    return [JOINT_NAMES[j] for j in keep], parents, heads, posed
+
+
+def test_proxy_lands_on_the_rig_and_rests_in_a_t_pose(open_body, rng):
+    names, parents, heads, posed = a_posed_rig(open_body, rng)
+    fit = fit_rig(names, parents, heads, open_body)
+    assert fit.unit_name == "cm" and fit.unit == pytest.approx(0.01)
+    landed = forward_kinematics(fit.rig_pose, fit.proxy_rest, PARENTS).positions
+    assert np.abs(landed - fit.rig_joints).max() < 1e-9
+    for j, name in enumerate(JOINT_NAMES):   # every joint the rig has is where the rig has it
+        if name not in DROP:
+            assert np.linalg.norm(fit.rig_joints[j] - (posed[j] - posed[0] + fit.rig_joints[0])) < 1e-6
+    # the proxy's rest arms are horizontal (T-pose) though the rig's hang 40 degrees down
+    for side in ("left", "right"):
+        arm = fit.proxy_rest[JOINT_INDEX[f"{side}_wrist"]] - fit.proxy_rest[JOINT_INDEX[f"{side}_shoulder"]]
+        rig_arm = fit.rig_joints[JOINT_INDEX[f"{side}_wrist"]] - fit.rig_joints[JOINT_INDEX[f"{side}_shoulder"]]
+        assert abs(arm[1]) / np.linalg.norm(arm) < 0.05 < 0.5 < abs(rig_arm[1]) / np.linalg.norm(rig_arm)
+    for j in range(1, 24):   # every segment keeps the rig's length
+        seg = np.linalg.norm(fit.proxy_rest[j] - fit.proxy_rest[PARENTS[j]])
+        assert seg == pytest.approx(np.linalg.norm(fit.rig_joints[j] - fit.rig_joints[PARENTS[j]]), rel=1e-9)
+    assert fit.bone_for("left_hand") is None and fit.bone_for("left_wrist") == "left_wrist"
+
+
+def test_a_bone_mapped_twice_and_missing_joints_are_refused(open_body, rng):
+    names, parents, heads, _ = a_posed_rig(open_body, rng)
+    with pytest.raises(SmplIkError, match="'left_elbow' is mapped to both left_elbow and left_wrist"):
+        fit_rig(names, parents, heads, open_body, overrides={"left_wrist": "left_elbow"})
+    names, parents, heads, _ = a_posed_rig(open_body, rng, drop=DROP + ("right_knee",))
+    with pytest.raises(SmplIkError, match="no joints found for right_knee"):
+        fit_rig(names, parents, heads, open_body)
+    with pytest.raises(SmplIkError, match="must be finite"):
+        fit_rig(names, parents, heads * np.nan, open_body)
