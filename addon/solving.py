@@ -19,6 +19,7 @@ from .effectors import core_effectors, effectors_of, is_effector, pin, rest_join
 
 _solved = {}      # body session_uid -> signature of the effectors it was solved or pinned with
 _suspended = []   # non-empty while a bake drives frames itself
+_reprime = []     # non-empty after undo, redo or loading a file
 
 
 def _signature(objs):
@@ -53,6 +54,13 @@ def solve_body(arm, refine=None):
 def _on_depsgraph_update(scene, depsgraph):
     if _suspended:
         return
+    if _reprime:  # the first evaluation after undo, redo or loading: poses as stored are the truth
+        _reprime.clear()
+        _solved.clear()
+        for obj in bpy.data.objects:
+            if is_body(obj):
+                mark_solved(obj)
+        return
     bodies = {}
     for update in depsgraph.updates:
         if not update.is_updated_transform or not isinstance(update.id, bpy.types.Object):
@@ -77,12 +85,10 @@ def _on_depsgraph_update(scene, depsgraph):
 
 @persistent
 def _on_file_or_undo(*_args):
-    """After undo, redo or loading a file, the stored poses are the truth: remember every
-    body's effectors as solved."""
-    _solved.clear()
-    for obj in bpy.data.objects:
-        if is_body(obj):
-            mark_solved(obj)
+    """After undo, redo or loading a file the stored poses are the truth. Objects' world
+    matrices are only valid once the depsgraph has evaluated them, so the effectors are
+    remembered as solved at the next depsgraph update (which then solves nothing)."""
+    _reprime.append(True)
 
 
 # --- pose edits -----------------------------------------------------------------------------
@@ -169,3 +175,4 @@ def unregister():
             while fn in handlers:
                 handlers.remove(fn)
     _solved.clear()
+    _reprime.clear()

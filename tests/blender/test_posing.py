@@ -311,3 +311,25 @@ def test_add_effector_on_the_active_pose_bone():
     arm.data.bones.active = None
     with pytest.raises(RuntimeError, match="select one of the body's bones"):
         bpy.ops.smpl_ik.add_effector()
+
+
+def test_undo_and_redo_of_a_drag_restore_the_poses_without_solving(posed):
+    arm, effs = posed
+    name = arm.name
+    bpy.ops.ed.undo_push(message="before the drag")
+    effs["left_wrist"].location += Vector((-0.1, -0.1, 0.15))
+    update()
+    dragged = quats(arm)
+    bpy.ops.ed.undo_push(message="drag")
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    arm = bpy.data.objects[name]               # undo reloads the data: look the objects up again
+    update()
+    assert np.allclose(quats(arm), [1, 0, 0, 0], atol=1e-6)   # as before the drag, not re-solved
+    assert bpy.ops.ed.redo() == {"FINISHED"}
+    arm = bpy.data.objects[name]
+    update()
+    assert np.allclose(quats(arm), dragged, atol=1e-6)
+    wrist = effectors(arm)["left_wrist"]
+    wrist.location.z += 0.05                    # and live solving carries on
+    update()
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < 0.01
