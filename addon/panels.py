@@ -67,7 +67,17 @@ class SMPL_IK_PT_pose(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("smpl_ik.add_effector", icon="EMPTY_AXIS")
         row.operator("smpl_ik.add_default_effectors", text="Defaults")
-        layout.label(text=f"{len(effectors_of(arm))} enabled effector(s)")
+        effectors = effectors_of(arm, enabled_only=False)
+        col = layout.column(align=True)
+        for eff in effectors:   # one row each: on/off, what it pins, weight
+            props = eff.smpl_ik_effector
+            row = col.row(align=True)
+            row.prop(props, "enabled", text="")
+            row.label(text=f"{props.joint} ({props.kind.lower().replace('_', '-')})",
+                      icon="RADIOBUT_ON" if eff.select_get() else "RADIOBUT_OFF")
+            row.prop(props, "weight", text="", slider=True)
+        if not effectors:
+            col.label(text="No effectors yet")
         row = layout.row()
         row.prop(arm.smpl_ik, "live")
         row.prop(arm.smpl_ik, "refine")

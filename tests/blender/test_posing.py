@@ -333,3 +333,47 @@ def test_undo_and_redo_of_a_drag_restore_the_poses_without_solving(posed):
     wrist.location.z += 0.05                    # and live solving carries on
     update()
     assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < 0.01
+
+
+class RecordingLayout:
+    """Stands in for a panel's layout: records the operators and properties it is asked for."""
+
+    def __init__(self, log=None):
+        self.log = [] if log is None else log
+
+    def operator(self, idname, **_kw):
+        self.log.append(idname)
+        return type("Props", (), {})()
+
+    def operator_menu_enum(self, idname, *_a, **_kw):
+        self.log.append(idname)
+
+    def prop(self, data, name, **_kw):
+        self.log.append(f"{type(data).__name__}.{name}")
+
+    def __getattr__(self, _name):   # row(), column(), box(), label(), split(), ...
+        return lambda *a, **k: RecordingLayout(self.log)
+
+
+def drawn(panel_name):
+    panel = getattr(bpy.types, panel_name)
+    holder = type("Holder", (), {"layout": RecordingLayout()})()
+    panel.draw(holder, bpy.context)
+    return holder.layout.log
+
+
+def test_panels_offer_the_workflow(posed):
+    arm, effs = posed
+    make_active(arm)
+    pose = drawn("SMPL_IK_PT_pose")
+    for op in ("smpl_ik.add_effector", "smpl_ik.add_default_effectors", "smpl_ik.solve", "smpl_ik.mirror_pose",
+               "smpl_ik.reset_pose", "smpl_ik.keyframe_pose", "smpl_ik.bake"):
+        assert op in pose
+    assert pose.count("SmplIkEffectorProperties.enabled") == len(effs)   # a row per effector
+    assert "smpl_ik.pose_from_image" in drawn("SMPL_IK_PT_body")
+    make_active(effs["head"])
+    assert "SmplIkEffectorProperties.joint" in drawn("SMPL_IK_PT_pose")
+    rig = bpy.data.objects.new("rig", bpy.data.armatures.new("rig"))
+    bpy.context.collection.objects.link(rig)
+    make_active(rig)
+    assert {"smpl_ik.map_rig", "smpl_ik.fit_rig", "smpl_ik.transfer_to_rig"} <= set(drawn("SMPL_IK_PT_rig"))
