@@ -288,7 +288,8 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            arm = body_of(context.active_object)
+            obj = context.active_object
+            arm = body_of(obj.smpl_ik_effector.body if is_effector(obj) else obj)
             created = arm is None
             if created:  # no body yet: check the photo on a throw-away load first, then add one
                 if not photo.detector_available():
