@@ -177,12 +177,17 @@ def train(model, batch_loss, cfg, seed):
     return step, time.time() - start, losses
 
 
-def finish(model, args, data, steps, seconds, losses, metrics, extra=None):
-    """Save numpy weights and the JSON record; print a one-line summary."""
+def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, before=None):
+    """Save numpy weights and the JSON record (with the schedule, and the record of the
+    weights this run continued from, if any); print a one-line summary."""
     from .nn import save_weights
 
     metrics = dict(metrics, first_loss=round(float(np.mean(losses[:10])), 4),
                    last_loss=round(float(np.mean(losses[-10:])), 4))
+    extra = dict(extra or {}, schedule={k: cfg[k] for k in ("minutes", "lr", "batch")})
+    if before is not None:  # a continued run: keep the whole history
+        extra["continued_from"] = {k: before[k] for k in ("training_seconds", "steps", "machine", "validation",
+                                                          "schedule", "continued_from") if k in before}
     save_weights(args.out, model.numpy_params(), model.config)
     write_record(Path(args.out).with_suffix(".json"),
                  training_record(model.config, args.preset, data, seconds, steps, metrics, extra))

@@ -22,7 +22,7 @@ from models.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
 from models.ikgat_torch import IkGatTorch  # noqa: E402
 from models.nn import prepare  # noqa: E402
 from models.rotations import geodesic_angle  # noqa: E402
-from models.training_torch import (TorchBody, finish, fk, geodesic, load_pose_data, run_config,  # noqa: E402
+from models.training_torch import (TorchBody, finish, fk, geodesic, initialise, load_pose_data, run_config,  # noqa: E402
                                    sample_batch, train, training_arguments)
 
 PRESETS = {
@@ -77,6 +77,7 @@ def main(argv=None):
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
     model = IkGatTorch()
+    before = initialise(model, args.init) if args.init else None
 
     def batch_loss(gen):
         rot, rest = sample_batch(train_set, body, cfg["batch"], gen)
@@ -85,7 +86,7 @@ def main(argv=None):
         return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
-    finish(model, args, train_set, steps, seconds, losses, evaluate(model, val, body))
+    finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body), before=before)
 
 
 if __name__ == "__main__":

@@ -122,10 +122,7 @@ def main(argv=None):
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
     extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
              "six_point_share": args.six_share}
-    if before is not None:  # a continued run: record the whole history
-        extra["continued_from"] = {k: before.get(k) for k in ("training_seconds", "steps", "machine", "validation")}
-    finish(model, args, train_set, steps, seconds, history, evaluate(model, val, body), extra)
-
+    finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
 
 if __name__ == "__main__":
     main()

@@ -48,7 +48,7 @@ def held_out_poses(open_body):
     return tuple(np.concatenate(x) for x in (rots, rests, worlds, poss))
 
 
-def smoke_train(script, tmp_path, rng):
+def smoke_train(script, tmp_path, rng, extra_args=(), name="weights"):
     """Run a trainer's smoke preset on a small learnable pose set; returns (record, weights path)."""
     import json
     import subprocess
@@ -57,13 +57,14 @@ def smoke_train(script, tmp_path, rng):
     import numpy as np
 
     data = tmp_path / "poses.npz"
-    n = 400  # a one-parameter family of poses: learnable in seconds
-    aa = (rng.uniform(-1, 1, size=(n, 1)) * rng.normal(scale=0.6, size=(1, 72))).astype(np.float32)
-    np.savez(data, poses=aa, clip=np.repeat(np.arange(8), n // 8).astype(np.int32),
-             clips=np.array([f"clip{i}.bvh" for i in range(8)]))
-    out = tmp_path / "weights.npz"
+    if not data.exists():   # a second run in the same folder trains on the same poses
+        n = 400  # a one-parameter family of poses: learnable in seconds
+        aa = (rng.uniform(-1, 1, size=(n, 1)) * rng.normal(scale=0.6, size=(1, 72))).astype(np.float32)
+        np.savez(data, poses=aa, clip=np.repeat(np.arange(8), n // 8).astype(np.int32),
+                 clips=np.array([f"clip{i}.bvh" for i in range(8)]))
+    out = tmp_path / f"{name}.npz"
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--preset", "smoke",
-                          "--data", str(data), "--out", str(out), "--threads", "1"],
+                          "--data", str(data), "--out", str(out), "--threads", "1", *extra_args],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     return json.loads(out.with_suffix(".json").read_text()), out

@@ -89,6 +89,16 @@ def test_smoke_training_reduces_loss(tmp_path, rng):
     IkGat.load(out)  # allow_pickle=False and the architecture check
 
 
+def test_continued_training_starts_from_the_weights_and_keeps_the_history(tmp_path, rng):
+    first, out = smoke_train("train_ikgat.py", tmp_path, rng)
+    again, _ = smoke_train("train_ikgat.py", tmp_path, rng, ("--init", str(out), "--lr", "3e-4"), name="again")
+    assert again["continued_from"]["steps"] == first["steps"]
+    assert again["continued_from"]["validation"] == first["validation"]
+    assert again["schedule"]["lr"] == 3e-4 and first["schedule"]["lr"] != 3e-4
+    # it starts where the first run ended, not from scratch
+    assert again["validation"]["first_loss"] < 0.8 * first["validation"]["first_loss"]
+
+
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/ikgat.npz not trained yet")
 def test_shipped_weights_beat_the_analytic_answer(held_out_poses):
     """Held-out clips: loose bounds that a broken or untrained model fails."""
