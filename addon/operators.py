@@ -94,7 +94,8 @@ def target_body(context):
 
 
 class BodyOperator:
-    """Mixin: `run(context, arm)` on the target body; SmplIkError becomes a report."""
+    """Mixin: `run(context, target)` on what `target(context)` picks (the body here);
+    SmplIkError from either becomes a report and cancels."""
 
     bl_options = {"REGISTER", "UNDO"}
 
@@ -102,9 +103,12 @@ class BodyOperator:
     def poll(cls, context):
         return context.active_object is not None
 
+    def target(self, context):
+        return target_body(context)
+
     def execute(self, context):
         try:
-            message = self.run(context, target_body(context))
+            message = self.run(context, self.target(context))
         except SmplIkError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -314,29 +318,16 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class RigOperator:
-    """Mixin: `run(context, rig)` on the active custom armature; SmplIkError becomes a report."""
+class RigOperator(BodyOperator):
+    """Mixin: `run(context, rig)` on the active armature (a proxy stands for its rig)."""
 
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return context.active_object is not None
-
-    def execute(self, context):
+    def target(self, context):
         obj = context.active_object
         if is_body(obj) and obj.smpl_ik.rig is not None:
-            obj = obj.smpl_ik.rig  # a proxy stands for its rig
+            obj = obj.smpl_ik.rig
         if context.mode != "OBJECT":
             bpy.ops.object.mode_set(mode="OBJECT")
-        try:
-            message = self.run(context, obj)
-        except SmplIkError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        if message:
-            self.report({"INFO"}, message)
-        return {"FINISHED"}
+        return obj
 
 
 class SMPL_IK_OT_map_rig(RigOperator, bpy.types.Operator):

@@ -7,12 +7,17 @@ from .effectors import effectors_of, is_effector
 from .rig import is_custom_rig
 
 
-class SMPL_IK_PT_body(bpy.types.Panel):
-    bl_label = "Body"
-    bl_idname = "SMPL_IK_PT_body"
+class SidebarPanel:
+    """Mixin: a panel in the 3D viewport's sidebar, tab SMPL-IK."""
+
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "SMPL-IK"
+
+
+class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
+    bl_label = "Body"
+    bl_idname = "SMPL_IK_PT_body"
 
     def draw(self, context):
         layout = self.layout
@@ -36,12 +41,9 @@ class SMPL_IK_PT_body(bpy.types.Panel):
             box.label(text=props.status, icon="ERROR")
 
 
-class SMPL_IK_PT_pose(bpy.types.Panel):
+class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
     bl_label = "Pose"
     bl_idname = "SMPL_IK_PT_pose"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "SMPL-IK"
 
     def draw(self, context):
         layout = self.layout
@@ -107,12 +109,9 @@ class SMPL_IK_UL_mapping(bpy.types.UIList):
         row.prop_search(item, "bone", data.id_data.data, "bones", text="")
 
 
-class SMPL_IK_PT_rig(bpy.types.Panel):
+class SMPL_IK_PT_rig(SidebarPanel, bpy.types.Panel):
     bl_label = "Custom Rig"
     bl_idname = "SMPL_IK_PT_rig"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "SMPL-IK"
 
     def draw(self, context):
         layout = self.layout
