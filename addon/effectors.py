@@ -65,7 +65,7 @@ def posed_joints(arm):
     armature space (metres of the body)."""
     frames = bridge.rest_frames(arm)
     local, trans = bridge.read_pose(arm, frames)
-    fk = forward_kinematics(local, bridge.from_blender(bridge.bone_heads(arm)), PARENTS, trans)
+    fk = forward_kinematics(local, rest_joints(arm), PARENTS, trans)
     return fk.rotations, fk.positions
 
 

@@ -69,26 +69,21 @@ def mapping_overrides(rig):
     return {it.joint: (it.bone or None) for it in items}
 
 
-def fill_mapping(rig, names, mapping):
-    """Write a JointMapping of bone `names` into the rig's list (all 24 joints, '' where none)."""
-    items = rig.smpl_ik_rig.mapping
-    items.clear()
-    for joint, source in zip(JOINT_NAMES, mapping.source):
-        it = items.add()
-        it.joint = joint
-        it.bone = "" if source is None else names[source]
-
-
-def auto_map(rig):
-    """Fill the rig's mapping list from its bone names; returns the joints left unmapped."""
-    names, _, _ = rig_joints(rig)
-    found, _ = auto_mapping(names)
+def fill_mapping(rig, bones):
+    """Write {smpl_joint: bone name} into the rig's list (all 24 joints, '' where none)."""
     items = rig.smpl_ik_rig.mapping
     items.clear()
     for joint in JOINT_NAMES:
         it = items.add()
         it.joint = joint
-        it.bone = names[found[joint]] if joint in found else ""
+        it.bone = bones.get(joint) or ""
+
+
+def auto_map(rig):
+    """Fill the rig's mapping list from its bone names; returns the joints left unmapped."""
+    names = [b.name for b in rig.data.bones]
+    found, _ = auto_mapping(names)
+    fill_mapping(rig, {joint: names[i] for joint, i in found.items()})
     return [j for j in JOINT_NAMES if j not in found]
 
 
@@ -160,7 +155,7 @@ def fit_and_drive(context, rig):
             con.name = f"{CONSTRAINT_PREFIX}{kind.split('_')[1].lower()}"
             con.target, con.subtarget = proxy, HELPER_PREFIX + bone
     rig.smpl_ik_rig.proxy = proxy
-    fill_mapping(rig, fit.names, fit.mapping)
+    fill_mapping(rig, {joint: fit.bone_for(joint) for joint in JOINT_NAMES})
     pin(proxy, [])
     return proxy, fit
 

@@ -10,7 +10,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from ..models.errors import SmplIkError
-from ..models.skeleton import JOINT_NAMES
+from ..models.skeleton import JOINT_NAMES, MIRROR
 from ..models.smplik import load_smplik
 from ..models.temporal import smooth_poses
 from . import bridge
@@ -36,17 +36,16 @@ def mark_solved(arm):
     _solved[arm.session_uid] = _signature(effectors_of(arm))
 
 
-def solve_body(arm, refine=None):
+def solve_body(arm, objs=None, signature=None):
     """Solve a body from its enabled effectors and write its pose; returns the IkSolution.
-
+    `objs` and their `signature`, when the caller already has them, save gathering them again.
     Raises SmplIkError (no effectors, bad values) with the body unchanged."""
-    objs = effectors_of(arm)
+    objs = effectors_of(arm) if objs is None else objs
     if not objs:
         raise SmplIkError(f"{arm.name}: no enabled effectors to solve from; add some with Add Effector")
-    solution = load_smplik().solve(core_effectors(arm, objs), rest_joints(arm),
-                                   refine=arm.smpl_ik.refine if refine is None else refine)
+    solution = load_smplik().solve(core_effectors(arm, objs), rest_joints(arm), refine=arm.smpl_ik.refine)
     bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.rest_frames(arm))
-    _solved[arm.session_uid] = _signature(objs)
+    _solved[arm.session_uid] = _signature(objs) if signature is None else signature
     return solution
 
 
@@ -72,14 +71,15 @@ def _on_depsgraph_update(scene, depsgraph):
                 bodies[arm.session_uid] = arm
     for key, arm in bodies.items():
         objs = effectors_of(arm)
-        if _solved.get(key) == _signature(objs):
+        signature = _signature(objs)
+        if _solved.get(key) == signature:
             continue
+        _solved[key] = signature  # a refused input is not retried on every redraw
         try:
-            solve_body(arm)
+            solve_body(arm, objs, signature)
             if arm.smpl_ik.status:
                 arm.smpl_ik.status = ""
         except SmplIkError as exc:
-            _solved[key] = _signature(objs)  # do not retry the same bad input on every redraw
             arm.smpl_ik.status = str(exc)
 
 
@@ -93,8 +93,6 @@ def _on_file_or_undo(*_args):
 
 # --- pose edits -----------------------------------------------------------------------------
 
-MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("left_") else
-                                 n.replace("right_", "left_")) for n in JOINT_NAMES)
 _FLIP_X = np.diag([-1.0, 1.0, 1.0])
 
 

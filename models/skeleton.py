@@ -23,6 +23,9 @@ MIDDLE_FINGER_OFFSET = 3  # middle1 is the 4th joint of a hand's chain: SMPL's "
 JOINT_COUNT_TO_KIND = {24: "smpl", 52: "smplh", 55: "smplx"}
 KIND_LABEL = {"smpl": "SMPL", "smplh": "SMPL-H", "smplx": "SMPL-X"}
 
+# MIRROR[j]: the joint on the other side of the body (itself on the midline).
+MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("left_") else
+                                 n.replace("right_", "left_")) for n in JOINT_NAMES)
 
 def joint_index(name):
     """Index of an SMPL joint by name; raises SmplIkError listing valid names otherwise."""

@@ -17,14 +17,12 @@ import torch
 from .body_model import NUM_BETAS, load_body_model
 from .errors import SmplIkError
 from .rotations_torch import axis_angle_to_matrix
-from .skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+from .skeleton import MIRROR, NUM_JOINTS, PARENTS
 
 # Whole clips kept out of training (one or more per kind of motion in cmu_train).
 VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
                     "cmu_directing_traffic_4.bvh", "cmu_jumping_5.bvh", "cmu_running_5.bvh",
                     "cmu_soccer_5.bvh", "cmu_walking_20.bvh", "cmu_walking_40.bvh")
-MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("left_") else
-                                 n.replace("right_", "left_")) for n in JOINT_NAMES)
 
 
 @dataclass
