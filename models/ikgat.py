@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import SmplIkError
-from .nn import WEIGHTS_DIR, layer_norm, linear, load_weights
+from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, unit
 from .skeleton import NUM_JOINTS, PARENTS
 
@@ -150,8 +150,18 @@ class IkGat:
     """The numpy IK-GAT. `IkGat.load(path)` checks the file's architecture."""
 
     def __init__(self, params, config):
-        self.p, self.config = params, config
-        self.heads = config["heads"]
+        self.config, self.heads = config, config["heads"]
+        layers = range(config["layers"])
+        p = fold_norms(params, [(f"layers.{i}.norm1", f"layers.{i}.qkv") for i in layers]
+                       + [(f"layers.{i}.norm2", f"layers.{i}.fc1") for i in layers] + [("out_norm", "out")])
+        d = config["dim"]
+        scale = np.ones(3 * d, np.float32)
+        scale[:d] = 1.0 / np.sqrt(d // self.heads)   # attention's 1/sqrt(head width), folded into the queries
+        for i in layers:
+            p[f"layers.{i}.qkv.weight_t"] = p[f"layers.{i}.qkv.weight_t"] * scale
+            p[f"layers.{i}.qkv.bias"] = p[f"layers.{i}.qkv.bias"] * scale
+        p["inp.bias"] = p["inp.bias"] + p["embed"]   # (24, dim): each joint's embedding rides on the bias
+        self.p = p
         self.mask = np.where(hop_distance() <= config["hops"], 0.0, -1e9).astype(np.float32)
 
     @classmethod
@@ -162,23 +172,22 @@ class IkGat:
         """(B, 24, 12) features -> (B, 24, 6) raw outputs."""
         p, heads = self.p, self.heads
         b = x.shape[0]
-        h = linear(x, p, "inp") + p["embed"]
+        h = linear(x, p, "inp")
         d = h.shape[-1]
         dh = d // heads
-        scale = np.float32(1.0 / np.sqrt(dh))
         for i in range(self.config["layers"]):
             pre = f"layers.{i}."
-            qkv = linear(layer_norm(h, p, pre + "norm1"), p, pre + "qkv")
+            qkv = linear(normalise(h), p, pre + "qkv")
             qkv = qkv.reshape(b, NUM_JOINTS, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # (3, B, H, 24, dh)
-            att = (qkv[0] * scale) @ qkv[1].transpose(0, 1, 3, 2) + self.mask
+            att = qkv[0] @ qkv[1].transpose(0, 1, 3, 2) + self.mask
             att -= att.max(-1, keepdims=True)
             np.exp(att, out=att)
             att /= att.sum(-1, keepdims=True)
             o = (att @ qkv[2]).transpose(0, 2, 1, 3).reshape(b, NUM_JOINTS, d)
-            h = h + linear(o, p, pre + "proj")
-            hidden = linear(layer_norm(h, p, pre + "norm2"), p, pre + "fc1")
-            h = h + linear(np.maximum(hidden, 0.0, out=hidden), p, pre + "fc2")
-        return linear(layer_norm(h, p, "out_norm"), p, "out")
+            h += linear(o, p, pre + "proj")
+            hidden = linear(normalise(h), p, pre + "fc1")
+            h += linear(np.maximum(hidden, 0.0, out=hidden), p, pre + "fc2")
+        return linear(normalise(h), p, "out")
 
     def __call__(self, positions, rest):
         """Local rotations (..., 24, 3, 3) for joint positions and rest joints (..., 24, 3),

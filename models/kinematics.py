@@ -19,7 +19,7 @@ class FKResult:
 
 
 @lru_cache(maxsize=8)
-def _levels(parents):
+def depth_levels(parents):
     """Joints grouped by depth below the root: [(joints, their parents), ...] as index arrays."""
     depth = [0] * len(parents)
     for j in range(1, len(parents)):
@@ -49,7 +49,7 @@ def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
     pos = np.empty(batch + (n, 3), dtype=rots.dtype)
     rots[..., 0, :, :] = local_rot[..., 0, :, :]
     pos[..., 0, :] = rest_joints[..., 0, :]
-    for joints, their_parents in _levels(tuple(parents)):  # all joints of one depth at once
+    for joints, their_parents in depth_levels(tuple(parents)):  # all joints of one depth at once
         parent_rot = rots[..., their_parents, :, :]
         rots[..., joints, :, :] = parent_rot @ local_rot[..., joints, :, :]
         offset = rest_joints[..., joints, :] - rest_joints[..., their_parents, :]

@@ -15,17 +15,32 @@ from .errors import SmplIkError
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 
 
-def layer_norm(x, p, prefix, eps=1e-5):
-    inv_n = 1.0 / x.shape[-1]
-    centred = x - x.sum(-1, keepdims=True) * inv_n
-    var = np.einsum("...i,...i->...", centred, centred)[..., None] * inv_n
-    return centred * (p[prefix + ".weight"] / np.sqrt(var + eps)) + p[prefix + ".bias"]
+def normalise(x, eps=1e-5):
+    """LayerNorm without its scale and shift (`fold_norms` moves those into the next layer)."""
+    centred = x - x.sum(-1, keepdims=True) * (1.0 / x.shape[-1])
+    var = np.einsum("...i,...i->...", centred, centred)[..., None] * (1.0 / x.shape[-1])
+    centred *= 1.0 / np.sqrt(var + eps)
+    return centred
+
+
+def fold_norms(params, pairs):
+    """A copy of prepared parameters in which each LayerNorm's scale g and shift b are folded
+    into the Linear that reads it: W (g x + b) + c = (W g) x + (W b + c), two fewer passes
+    over the activations per norm. pairs: [(norm prefix, linear prefix), ...]."""
+    params = dict(params)
+    for norm, lin in pairs:
+        g, b, wt = params[norm + ".weight"], params[norm + ".bias"], params[lin + ".weight_t"]
+        params[lin + ".bias"] = params[lin + ".bias"] + b @ wt
+        params[lin + ".weight_t"] = np.ascontiguousarray(wt * g[:, None])
+    return params
 
 
 def linear(x, p, prefix):
     """x (..., in) @ W^T + b, as one 2-D BLAS call (numpy's stacked matmul is far slower)."""
     w = p[prefix + ".weight_t"]
-    return (x.reshape(-1, x.shape[-1]) @ w).reshape(x.shape[:-1] + (w.shape[1],)) + p[prefix + ".bias"]
+    out = (x.reshape(-1, x.shape[-1]) @ w).reshape(x.shape[:-1] + (w.shape[1],))
+    out += p[prefix + ".bias"]   # in place: a large fresh array costs page faults
+    return out
 
 
 def save_weights(path, params, config):

@@ -1,4 +1,5 @@
 """The SMPL kinematic tree: 24 joint names (smplx's spelling) and parents, defined once."""
+from .errors import SmplIkError
 
 JOINT_NAMES = (
     "pelvis", "left_hip", "right_hip", "spine1", "left_knee", "right_knee",
@@ -29,8 +30,6 @@ MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("l
 
 def joint_index(name):
     """Index of an SMPL joint by name; raises SmplIkError listing valid names otherwise."""
-    from .errors import SmplIkError
-
     try:
         return JOINT_INDEX[name]
     except KeyError:

@@ -1,17 +1,19 @@
 """SMPL-IK in numpy: a full body pose from any set of effectors, in one network pass.
 
 An effector pins one SMPL joint: its position, its world rotation, or a look-at (a local
-axis of the joint that should point at a target), with a weight. The network follows
-ProtoRes: each effector is encoded alone, the encodings are averaged into a prototype (so any
-number of effectors, in any order, works), a second pass refines each encoding with the
-prototype, and a decoder turns the final prototype into 24 local rotations (6D) and the root
-position. It is conditioned on the body's rest joints, so one model serves the open body, a
-user's SMPL file and a shape-inverted custom rig. Positions are taken relative to the mean
-of the positional targets, so the network is translation-invariant.
+axis of the joint that should point at a target), with a weight. As in ProtoRes, any number
+of effectors in any order is one input; here each is written into its joint's slot for its
+kind (the weighted mean where several share one, so a repeated effector counts once; weight
+zero marks an empty slot), so the network sees the whole body at once: 24 joints x 3 kinds,
+plus the body's rest joints. A residual MLP turns that into 24 world rotations (6D; the local
+ones follow) and the root position. Conditioning on the rest joints lets one model serve the
+open body, a user's SMPL file and a shape-inverted custom rig. Positions are taken relative
+to the weighted mean of the filled positional slots, so the network is translation-invariant.
 
 `refine` (models/refine.py) then makes the effectors exact with a few damped least-squares
 steps on forward kinematics.
 """
+import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -19,13 +21,14 @@ import numpy as np
 
 from .errors import SmplIkError
 from .kinematics import forward_kinematics
-from .nn import WEIGHTS_DIR, layer_norm, linear, load_weights
-from .rotations import matrix_to_rot6d, rot6d_to_matrix, unit
-from .skeleton import JOINT_INDEX, NUM_JOINTS, PARENTS, joint_index
+from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
+from .rotations import rot6d_to_matrix
+from .skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS, joint_index
 
-ARCH = "smplik-v1"
+ARCH = "smplik-v2"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
 KINDS = ("position", "rotation", "look_at")
+_KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 NUM_FEATURES = 3 + 3 + 6 + 3 + 1   # kind one-hot, position, rotation 6D, look-at axis, weight
 MAX_EFFECTORS = 32
 
@@ -73,100 +76,118 @@ def encode_effectors(effectors):
         j = joint_index(e.joint) if isinstance(e.joint, str) else int(e.joint)
         if not 0 <= j < NUM_JOINTS:
             raise SmplIkError(f"effector {n}: joint index {j} is not an SMPL joint")
-        if e.kind not in KINDS:
+        kind = _KIND_INDEX.get(e.kind)
+        if kind is None:
             raise SmplIkError(f"effector on {e.joint}: unknown kind {e.kind!r}; use {', '.join(KINDS)}")
         target = np.asarray(e.target, dtype=np.float64)
-        axis = np.asarray(e.axis, dtype=np.float64)
         weight = float(e.weight)
-        if not (np.all(np.isfinite(target)) and np.all(np.isfinite(axis)) and np.isfinite(weight)):
+        if not (np.isfinite(target).all() and math.isfinite(weight)
+                and (kind != 2 or np.isfinite(np.asarray(e.axis, dtype=np.float64)).all())):
             raise SmplIkError(f"effector on {e.joint}: target, axis and weight must be finite numbers")
         if not 0 < weight <= 1:
             raise SmplIkError(f"effector on {e.joint}: weight must be in (0, 1], got {weight}")
         joints[n] = j
-        feats[n, KINDS.index(e.kind)] = 1.0
+        feats[n, kind] = 1.0
         feats[n, 15] = weight
-        if e.kind == "rotation":
+        if kind == 1:
             if target.shape != (3, 3) or abs(np.linalg.det(target) - 1) > 1e-3:
                 raise SmplIkError(f"effector on {e.joint}: a rotation target must be a 3x3 rotation matrix")
-            feats[n, 6:12] = matrix_to_rot6d(target)
-        else:
-            if target.shape != (3,):
-                raise SmplIkError(f"effector on {e.joint}: a {e.kind} target must be a 3D point")
-            feats[n, 3:6] = target
-            positional[n] = True
-            if e.kind == "look_at":
-                if axis.shape != (3,) or np.linalg.norm(axis) < 1e-9:
-                    raise SmplIkError(f"effector on {e.joint}: a look-at needs a non-zero local axis")
-                feats[n, 12:15] = unit(axis)
+            feats[n, 6:9], feats[n, 9:12] = target[:, 0], target[:, 1]    # 6D: the first two columns
+            continue
+        if target.shape != (3,):
+            raise SmplIkError(f"effector on {e.joint}: a {e.kind} target must be a 3D point")
+        feats[n, 3:6] = target
+        positional[n] = True
+        if kind == 2:
+            axis = np.asarray(e.axis, dtype=np.float64)
+            length = np.linalg.norm(axis) if axis.shape == (3,) else 0.0
+            if length < 1e-9:
+                raise SmplIkError(f"effector on {e.joint}: a look-at needs a non-zero local axis")
+            feats[n, 12:15] = axis / length
     return joints, feats, positional
 
 
+_PARENTS0 = [max(p, 0) for p in PARENTS]
+SLOT = 18   # per joint: position (3) + weight, rotation 6D (6) + weight, look-at target (3), axis (3) + weight
+_SLOT_WEIGHTS = [3, 10, 17]
+_IDENTITY_6D = np.array([1.0, 0, 0, 0, 1.0, 0])
+
+
 def expected_shapes(cfg):
-    d, h, dd, dh = cfg["dim"], cfg["hidden"], cfg["dec_dim"], cfg["dec_hidden"]
-    shapes = {"embed": (NUM_JOINTS, d), "inp.weight": (d, NUM_FEATURES), "inp.bias": (d,),
-              "shape.weight": (d, NUM_JOINTS * 3), "shape.bias": (d,),
-              "mix.weight": (d, d), "mix.bias": (d,),
-              "dec_in.weight": (dd, 2 * d), "dec_in.bias": (dd,),
-              "out_norm.weight": (dd,), "out_norm.bias": (dd,),
-              "out.weight": (NUM_JOINTS * 6 + 3, dd), "out.bias": (NUM_JOINTS * 6 + 3,)}
-
-    def block(prefix, width, hidden):
-        shapes.update({f"{prefix}.norm.weight": (width,), f"{prefix}.norm.bias": (width,),
-                       f"{prefix}.fc1.weight": (hidden, width), f"{prefix}.fc1.bias": (hidden,),
-                       f"{prefix}.fc2.weight": (width, hidden), f"{prefix}.fc2.bias": (width,)})
-
-    for stage in ("enc1", "enc2"):
-        for i in range(cfg["enc_blocks"]):
-            block(f"{stage}.{i}", d, h)
-    for i in range(cfg["dec_blocks"]):
-        block(f"dec.{i}", dd, dh)
+    w, h = cfg["width"], cfg["hidden"]
+    shapes = {"inp.weight": (w, NUM_JOINTS * (SLOT + 3)), "inp.bias": (w,),
+              "out_norm.weight": (w,), "out_norm.bias": (w,),
+              "out.weight": (NUM_JOINTS * 6 + 3, w), "out.bias": (NUM_JOINTS * 6 + 3,)}
+    for i in range(cfg["blocks"]):
+        shapes.update({f"blocks.{i}.norm.weight": (w,), f"blocks.{i}.norm.bias": (w,),
+                       f"blocks.{i}.fc1.weight": (h, w), f"blocks.{i}.fc1.bias": (h,),
+                       f"blocks.{i}.fc2.weight": (w, h), f"blocks.{i}.fc2.bias": (w,)})
     return shapes
 
 
-def _block(x, p, prefix):
-    hidden = linear(layer_norm(x, p, prefix + ".norm"), p, prefix + ".fc1")
-    return x + linear(np.maximum(hidden, 0.0, out=hidden), p, prefix + ".fc2")
+# Slot column c holds effector-row column _SRC[c] times the weight of kind _KIND[c]; the
+# weight columns read the kind's one-hot (1 for that kind), so they hold the weight itself.
+_SRC = np.array([3, 4, 5, 0, 6, 7, 8, 9, 10, 11, 1, 3, 4, 5, 12, 13, 14, 2])
+_KIND = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2])
+
+
+def network_input(joints, feats, mask, rest):
+    """(B, 24 * 21) network input and the centre (B, 3) it is relative to.
+
+    Each joint's slots hold the weighted mean of its effectors of each kind, with their weights
+    summed and capped at 1, and its rest offset from the pelvis. Positions and look-at targets
+    are taken relative to the weighted mean of the filled position and look-at slots."""
+    b = len(joints)
+    kind_weight = feats[..., :3] * (feats[..., 15] * mask)[..., None]        # (B, E, 3)
+    rows = feats[..., _SRC] * kind_weight[..., _KIND]                        # (B, E, 18)
+    slots = np.zeros((b, NUM_JOINTS, SLOT + 3))
+    every = np.arange(b)
+    for e in range(joints.shape[1]):   # one effector of each pose at a time: no index repeats within a step
+        slots[every, joints[:, e], :SLOT] += rows[:, e]
+    wsum = slots[..., _SLOT_WEIGHTS]                                         # (B, 24, 3)
+    slots[..., :SLOT] /= np.maximum(wsum, 1e-6)[..., _KIND]
+    w = slots[..., _SLOT_WEIGHTS] = np.minimum(wsum, 1.0)
+    wp = w[..., 0::2]                                                        # position and look-at weights
+    weighted = slots[..., 0:3] * wp[..., :1] + slots[..., 11:14] * wp[..., 1:]
+    centre = weighted.sum(1) / np.maximum(wp.sum((1, 2)), 1e-9)[:, None]
+    filled = wp > 0
+    slots[..., 0:3] -= centre[:, None] * filled[..., :1]
+    slots[..., 11:14] -= centre[:, None] * filled[..., 1:]
+    slots[..., SLOT:] = rest - rest[:, :1]
+    return slots.reshape(b, -1), centre
 
 
 class SmplIk:
     """The numpy SMPL-IK network. `SmplIk.load(path)` checks the file's architecture."""
 
     def __init__(self, params, config):
-        self.p, self.config = params, config
+        self.config = config
+        self.p = fold_norms(params, [(f"blocks.{i}.norm", f"blocks.{i}.fc1") for i in range(config["blocks"])]
+                            + [("out_norm", "out")])
 
     @classmethod
     def load(cls, path=DEFAULT_WEIGHTS):
         return cls(*load_weights(path, ARCH, expected_shapes))
 
-    def network(self, joints, feats, mask, rest):
-        """Batched pass. joints (B, E) int, feats (B, E, 16) (positions already centred),
-        mask (B, E) 1 for real effectors, rest (B, 24, 3) -> (B, 24*6 + 3) raw outputs."""
-        p, cfg = self.p, self.config
-        f32 = np.float32
-        shape = linear((rest - rest[:, :1]).reshape(len(rest), -1).astype(f32), p, "shape")  # (B, d)
-        tok = linear(feats.astype(f32), p, "inp") + p["embed"][joints] + shape[:, None]
-        w = (mask / np.maximum(mask.sum(1, keepdims=True), 1))[..., None].astype(f32)
-        for i in range(cfg["enc_blocks"]):
-            tok = _block(tok, p, f"enc1.{i}")
-        proto = (tok * w).sum(1)
-        tok = tok + linear(proto, p, "mix")[:, None]
-        for i in range(cfg["enc_blocks"]):
-            tok = _block(tok, p, f"enc2.{i}")
-        proto = (tok * w).sum(1)
-        h = linear(np.concatenate([proto, shape], -1), p, "dec_in")
-        for i in range(cfg["dec_blocks"]):
-            h = _block(h, p, f"dec.{i}")
-        return linear(layer_norm(h, p, "out_norm"), p, "out")
+    def network(self, x):
+        """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32."""
+        p = self.p
+        h = linear(x.astype(np.float32), p, "inp")
+        for i in range(self.config["blocks"]):
+            hidden = linear(normalise(h), p, f"blocks.{i}.fc1")
+            h += linear(np.maximum(hidden, 0.0, out=hidden), p, f"blocks.{i}.fc2")
+        return linear(normalise(h), p, "out")
 
     def predict(self, joints, feats, mask, positional, rest):
-        """Batched solve from encoded effectors: local rotations (B, 24, 3, 3), trans (B, 3)."""
-        feats = feats.copy()
-        wpos = (mask * positional)[..., None]
-        centre = (feats[..., 3:6] * wpos).sum(1) / np.maximum(wpos.sum(1), 1)     # (B, 3)
-        feats[..., 3:6] -= centre[:, None] * wpos
-        out = self.network(joints, feats, mask, rest).astype(np.float64)
-        rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + [1.0, 0, 0, 0, 1.0, 0]
-        local = rot6d_to_matrix(rot6)
+        """Batched solve from encoded effectors: joints (B, E) int, feats (B, E, 16), mask (B, E)
+        1 for real effectors (0 pads), positional (B, E), rest (B, 24, 3) -> local rotations
+        (B, 24, 3, 3), trans (B, 3)."""
+        x, centre = network_input(joints, feats, mask, rest)
+        out = self.network(x).astype(np.float64)   # orthonormal to float64 precision: the refinement needs it
+        rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + _IDENTITY_6D
+        world = rot6d_to_matrix(rot6)   # the network predicts world rotations: errors do not pile up down the chains
+        local = np.swapaxes(world[:, _PARENTS0], -1, -2) @ world
+        local[:, 0] = world[:, 0]
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
         return local, trans
 
@@ -181,6 +202,29 @@ class SmplIk:
 
             local, trans = refine_pose(local, trans, rest[0], effectors)
         return IkSolution(local_rot=local, trans=trans, rest=rest[0])
+
+    def solve_positions(self, joints, targets, rest_joints):
+        """Many poses at once from the same joints pinned by position (no refinement), for
+        batch scripts: joints, E names or indices; targets (B, E, 3); rest joints (24, 3) or
+        (B, 24, 3) -> local rotations (B, 24, 3, 3), trans (B, 3)."""
+        index = np.array([joint_index(j) if isinstance(j, str) else int(j) for j in joints], dtype=np.int64)
+        targets = np.asarray(targets, dtype=np.float64)
+        if len(index) == 0:
+            raise SmplIkError("no effectors: pin at least one joint")
+        if targets.ndim != 3 or targets.shape[1:] != (len(index), 3):
+            raise SmplIkError(f"targets must have shape (poses, {len(index)}, 3), got {targets.shape}")
+        if np.any((index < 0) | (index >= NUM_JOINTS)):
+            raise SmplIkError(f"joint indices must be in 0-{NUM_JOINTS - 1}, got {index.tolist()}")
+        if not np.all(np.isfinite(targets)):
+            bad = np.argwhere(~np.isfinite(targets))[0]
+            raise SmplIkError(f"pose {bad[0]}: the target of {JOINT_NAMES[index[bad[1]]]} is not a finite number")
+        b, e = targets.shape[:2]
+        feats = np.zeros((b, e, NUM_FEATURES))
+        feats[..., 0] = feats[..., 15] = 1.0
+        feats[..., 3:6] = targets
+        rest = np.broadcast_to(np.asarray(rest_joints, dtype=np.float64), (b, NUM_JOINTS, 3))
+        ones = np.ones((b, e))
+        return self.predict(np.broadcast_to(index, (b, e)), feats, ones, ones, rest)
 
 
 SIX_POINTS = ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")

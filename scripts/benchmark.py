@@ -11,10 +11,11 @@ fitted body; --max-frames samples N frames evenly across the clips (fixed seed).
                  ankles (positions)
   smplik_6pt     SMPL-IK on the same 6 points;  smplik_6pt_refined: then made exact
   smplik_random  SMPL-IK on 3-12 random effectors per pose (positions, rotations, look-ats;
-                 at least one position), fixed seed
-Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error),
-effector_mm (effector methods), ms_single (median, one pose at a time) and per_s_batch
-(poses per second in batches of 1024). Prints a table and writes JSON
+                 at least one position), fixed seed; also MPJPE by number of effectors
+Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
+joint too), effector_mm (effector methods), ms_single (median, one pose at a time) and
+per_s_batch (poses per second in batches of 1024, median of 5 batches; SMPL-IK's batch is
+SmplIk.solve_positions). Prints a table and writes JSON
 {"frames": N, "methods": {NAME: {...}}}.
 """
 import os
@@ -42,7 +43,7 @@ from models.kinematics import forward_kinematics  # noqa: E402
 from models.retarget import retarget  # noqa: E402
 from models.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
 from models.refine import refine_pose  # noqa: E402
-from models.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
+from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
 from models.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, Effector, SmplIk, encode_effectors  # noqa: E402
 from models.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
 from models.nn import WEIGHTS_DIR  # noqa: E402
@@ -96,8 +97,9 @@ def score(pred_rot, rest, pos, gt_rot, trans=None, effectors=None):
     position effectors, for effector_mm."""
     trans = pos[:, 0] - rest[:, 0] if trans is None else trans
     fk = forward_kinematics(pred_rot, rest, PARENTS, trans).positions
-    out = {"mpjpe_mm": float(np.linalg.norm(fk - pos, axis=-1).mean() * 1000),
-           "geodesic_deg": float(np.degrees(geodesic_angle(pred_rot, gt_rot)).mean())}
+    angle = np.degrees(geodesic_angle(pred_rot, gt_rot))
+    out = {"mpjpe_mm": float(np.linalg.norm(fk - pos, axis=-1).mean() * 1000), "geodesic_deg": float(angle.mean()),
+           "geodesic_deg_by_joint": {name: round(float(a), 1) for name, a in zip(JOINT_NAMES, angle.mean(0))}}
     if effectors is not None:
         err = [np.linalg.norm(fk[n, e] - pos[n, e], axis=-1) for n, e in enumerate(effectors) if len(e)]
         out["effector_mm"] = float(np.concatenate(err).mean() * 1000)
@@ -150,10 +152,18 @@ def timing(fn, single_inputs, batch_inputs, repeats=100):
         t = time.perf_counter()
         fn(*args)
         times.append(time.perf_counter() - t)
-    t = time.perf_counter()
-    fn(*batch_inputs)
-    batch_s = time.perf_counter() - t
-    return {"ms_single": statistics.median(times) * 1000, "per_s_batch": len(batch_inputs[0]) / batch_s}
+    return {"ms_single": statistics.median(times) * 1000,
+            "per_s_batch": len(batch_inputs[0]) / batch_seconds(lambda: fn(*batch_inputs))}
+
+
+def batch_seconds(call, repeats=5):
+    """Median time of a batched call."""
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 def baseline_6pt(pos, rest, prior=0.05):
@@ -205,17 +215,15 @@ def main(argv=None):
         net = SmplIk.load()
         world = forward_kinematics(gt_rot, rest, PARENTS, pos[:, 0] - rest[:, 0]).rotations
         six = [six_point_effectors(p) for p in pos]
-        local, trans = smplik_batch(net, six, rest)
+        local, trans = net.solve_positions(SIX_POINTS, pos[:, list(SIX_POINTS)], rest)
         one = lambda effs, r: net.solve(effs, r, refine=False)  # noqa: E731
         times = []
         for i in range(100):
             t = time.perf_counter()
             one(six[i % n], rest[i % n])
             times.append(time.perf_counter() - t)
-        big = [six[i % n] for i in range(1024)]
-        t = time.perf_counter()
-        smplik_batch(net, big, np.resize(rest, (1024,) + rest.shape[1:]))
-        rate = 1024 / (time.perf_counter() - t)
+        big = np.resize(pos[:, list(SIX_POINTS)], (1024, len(SIX_POINTS), 3))
+        rate = 1024 / batch_seconds(lambda: net.solve_positions(SIX_POINTS, big, batch[1]))
         methods["smplik_6pt"] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
                                  "ms_single": statistics.median(times) * 1000, "per_s_batch": rate}
         t = time.perf_counter()
@@ -227,7 +235,13 @@ def main(argv=None):
             "ms_single": per_pose * 1000 + methods["smplik_6pt"]["ms_single"], "per_s_batch": 1 / per_pose}
         sets = random_effectors(pos, world, np.random.default_rng(0))
         local, trans = smplik_batch(net, sets, rest)
+        counts = np.array([len(e) for e in sets])
+        by_count = {}
+        for lo, hi in ((3, 4), (5, 8), (9, 12)):
+            k = (counts >= lo) & (counts <= hi)
+            by_count[f"{lo}-{hi}"] = round(score(local[k], rest[k], pos[k], gt_rot[k], trans[k])["mpjpe_mm"], 1)
         methods["smplik_random"] = {**score(local, rest, pos, gt_rot, trans, effector_joints(sets)),
+                                    "mpjpe_mm_by_effector_count": by_count,
                                     "ms_single": methods["smplik_6pt"]["ms_single"], "per_s_batch": rate}
     else:
         print(f"smplik skipped: {SMPLIK_WEIGHTS} not trained yet", file=sys.stderr)
@@ -245,6 +259,9 @@ def main(argv=None):
     print(f"{'method':16}" + "".join(f"{c:>14}" for c in cols))
     for name, r in report["methods"].items():
         print(f"{name:16}" + "".join(f"{r[c]:>14.3f}" if c in r else f"{'':>14}" for c in cols))
+    if "smplik_random" in report["methods"]:
+        counts = report["methods"]["smplik_random"]["mpjpe_mm_by_effector_count"]
+        print("smplik_random MPJPE by number of effectors: " + ", ".join(f"{k}: {v} mm" for k, v in counts.items()))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {args.json}")

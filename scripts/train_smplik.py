@@ -6,7 +6,9 @@
 ../shared/data/mocap/cmu_train on first use); whole clips listed in models/training_torch.py
 are held out for validation. Each training pose gets a random body shape, mirroring, a random
 heading and position, and a random set of 3-12 effectors (positions 60%, rotations 25%,
-look-ats 15%), or SMPL-IK's six points (30% of poses; --six-share).
+look-ats 15%), or SMPL-IK's six points (half the poses; --six-share). Each limb and the trunk
+takes its rotations from another frame 20% of the time (--swap), so the network meets new
+combinations of the recorded limbs instead of memorising whole poses.
 """
 import argparse
 import sys
@@ -30,7 +32,7 @@ from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 150},
-    "full": {"minutes": 45.0, "batch": 128, "lr": 1e-3, "max_steps": 10 ** 9},
+    "full": {"minutes": 85.0, "batch": 256, "lr": 1e-3, "max_steps": 10 ** 9},
 }
 MAX_EFF = 12
 
@@ -65,8 +67,8 @@ def make_effectors(world, pos, gen, six_share=0.3):
     return joints, feats, mask, positional, kinds, axes
 
 
-def batch(data, body, size, gen):
-    rot, rest = sample_batch(data, body, size, gen)
+def batch(data, body, size, gen, swap=0.0):
+    rot, rest = sample_batch(data, body, size, gen, swap)
     trans = torch.stack([2 * torch.rand(size, generator=gen) - 1, 0.4 * torch.rand(size, generator=gen) - 0.2,
                          2 * torch.rand(size, generator=gen) - 1], -1)
     world, pos = fk(rot, rest, trans)
@@ -106,8 +108,10 @@ def evaluate(model, data, body, frames=1000, seed=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--six-share", type=float, default=0.3,
-                    help="share of training poses that get SMPL-IK's six points (default 0.3)")
+    ap.add_argument("--six-share", type=float, default=0.5,
+                    help="share of training poses that get SMPL-IK's six points (default 0.5)")
+    ap.add_argument("--swap", type=float, default=0.2,
+                    help="chance that a limb or the trunk takes its rotations from another frame (default 0.2)")
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
@@ -116,12 +120,12 @@ def main(argv=None):
     before = initialise(model, args.init) if args.init else None
 
     def batch_loss(gen):
-        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen)
+        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap)
         return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share))
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
     extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
-             "six_point_share": args.six_share}
+             "six_point_share": args.six_share, "part_swap": args.swap}
     finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
 
 if __name__ == "__main__":

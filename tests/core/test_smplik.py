@@ -10,7 +10,8 @@ from models.nn import prepare, save_weights
 from models.refine import _residuals, _Targets, apply_step, effector_errors, refine_pose
 from models.rotations import axis_angle_to_matrix, geodesic_angle
 from models.skeleton import JOINT_INDEX, PARENTS
-from models.smplik import DEFAULT_WEIGHTS, Effector, SmplIk, encode_effectors, six_point_effectors
+from models.smplik import (DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, Effector, SmplIk, encode_effectors,
+                           six_point_effectors)
 
 torch = pytest.importorskip("torch")
 
@@ -20,7 +21,7 @@ def random_model():
     from models.smplik_torch import SmplIkTorch
 
     torch.manual_seed(0)
-    model = SmplIkTorch(dim=32, hidden=64, dec_dim=64, dec_hidden=128).double()
+    model = SmplIkTorch(width=64, hidden=32, blocks=2).double()
     for p in model.out.parameters():
         torch.nn.init.normal_(p, std=0.05)
     return model
@@ -49,6 +50,8 @@ def test_numpy_matches_torch(random_model, open_body, rng):
                                         torch.ones(1, len(joints), dtype=torch.float64),
                                         torch.from_numpy(positional[None]).double(), torch.from_numpy(rest[None]))
     assert np.abs(local - ref_local.detach().numpy()).max() < 1e-4
+    # orthonormal to float64 precision, which the refinement's convergence needs
+    assert np.abs(local @ np.swapaxes(local, -1, -2) - np.eye(3)).max() < 1e-12
     assert np.abs(trans - ref_trans.detach().numpy()).max() < 1e-4
 
 
@@ -59,6 +62,41 @@ def test_order_of_effectors_does_not_matter(random_model, open_body, rng):
     a = net.solve(effs, rest, refine=False)
     b = net.solve(effs[::-1], rest, refine=False)
     assert np.allclose(a.local_rot, b.local_rot, atol=1e-5) and np.allclose(a.trans, b.trans, atol=1e-5)
+
+
+def test_a_repeated_effector_counts_once_and_weights_blend(random_model, open_body, rng):
+    _, rest, fk = true_pose(open_body, rng)
+    net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
+    effs = mixed_effectors(fk)
+    once = net.solve(effs, rest, refine=False)
+    twice = net.solve(effs + effs[:2], rest, refine=False)
+    assert np.allclose(once.local_rot, twice.local_rot, atol=1e-5) and np.allclose(once.trans, twice.trans, atol=1e-5)
+    # two targets on one joint act as their weighted mean
+    p, q = np.array(effs[2].target), np.array(effs[2].target) + [0.3, 0.0, 0.0]
+    split = effs[:2] + [Effector(effs[2].joint, "position", tuple(p), weight=0.5),
+                        Effector(effs[2].joint, "position", tuple(q), weight=0.5)] + effs[3:]
+    mean = effs[:2] + [Effector(effs[2].joint, "position", tuple((p + q) / 2))] + effs[3:]
+    a, b = net.solve(split, rest, refine=False), net.solve(mean, rest, refine=False)
+    assert np.allclose(a.local_rot, b.local_rot, atol=1e-5) and np.allclose(a.trans, b.trans, atol=1e-5)
+    assert not np.allclose(a.local_rot, once.local_rot, atol=1e-3)
+
+
+def test_batched_positions_match_single_solves(random_model, open_body, rng):
+    net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
+    poses = [true_pose(open_body, rng) for _ in range(3)]
+    rest = np.stack([r for _, r, _ in poses])
+    targets = np.stack([fk.positions[list(SIX_POINT_JOINTS)] for _, _, fk in poses])
+    local, trans = net.solve_positions(SIX_POINTS, targets, rest)
+    for n, (_, r, fk) in enumerate(poses):
+        one = net.solve(six_point_effectors(fk.positions), r, refine=False)
+        assert np.allclose(local[n], one.local_rot, atol=1e-5) and np.allclose(trans[n], one.trans, atol=1e-5)
+    targets[1, 3, 2] = np.nan
+    with pytest.raises(SmplIkError, match="pose 1: the target of right_wrist is not a finite number"):
+        net.solve_positions(SIX_POINTS, targets, rest)
+    with pytest.raises(SmplIkError, match=r"targets must have shape \(poses, 6, 3\)"):
+        net.solve_positions(SIX_POINTS, targets[:, :5], rest)
+    with pytest.raises(SmplIkError, match="unknown SMPL joint 'nek'"):
+        net.solve_positions(["nek"], targets[:, :1], rest)
 
 
 def test_refinement_makes_effectors_exact_and_stays_close(open_body, rng):
@@ -124,7 +162,7 @@ def test_weights_from_another_architecture_are_refused(random_model, tmp_path):
 
     save_weights(tmp_path / "s.npz", random_model.numpy_params(), random_model.config)
     SmplIk.load(tmp_path / "s.npz")
-    with pytest.raises(SmplIkError, match="architecture 'smplik-v1', not 'ikgat-v1'"):
+    with pytest.raises(SmplIkError, match="architecture 'smplik-v2', not 'ikgat-v1'"):
         IkGat.load(tmp_path / "s.npz")
 
 
@@ -132,7 +170,7 @@ def test_smoke_training_reduces_loss(tmp_path, rng):
     record, out = smoke_train("train_smplik.py", tmp_path, rng)
     assert record["steps"] == 150
     assert record["validation"]["last_loss"] < 0.9 * record["validation"]["first_loss"]
-    assert record["config"]["arch"] == "smplik-v1" and len(record["data_sha256"]) == 64
+    assert record["config"]["arch"] == "smplik-v2" and len(record["data_sha256"]) == 64
     SmplIk.load(out)  # allow_pickle=False and the architecture check
 
 
@@ -150,3 +188,24 @@ def test_shipped_model_solves_six_points(held_out_poses):
         refined.append(effector_errors(effs, ref.local_rot, ref.trans, rest[n]).max())
     assert np.mean(errors) < 0.06, np.mean(errors)  # an untrained model is 20+ cm off
     assert max(refined) < 1e-3, max(refined)
+
+
+def test_part_swaps_mix_whole_limbs_between_frames():
+    from models.training_torch import PARTS, PoseData, TorchBody, sample_batch
+
+    still, bent = np.zeros((24, 3)), np.tile([0.5, 0.0, 0.0], (24, 1))   # both unchanged by mirroring
+    data = PoseData(torch.tensor(np.stack([still, bent]), dtype=torch.float32), np.zeros(2, int), ["a"], "")
+    body = TorchBody()
+
+    def part_sources(swap):
+        """(N, parts) which frame each limb came from; checks each limb came whole from one."""
+        rot, _ = sample_batch(data, body, 400, torch.Generator().manual_seed(0), swap)
+        is_bent = (rot[:, :, 1, 1] < 0.99).numpy()       # R_x(0.5) has cos(0.5) there, the identity 1
+        for part in PARTS:
+            assert (is_bent[:, list(part)] == is_bent[:, [part[0]]]).all()   # a limb comes whole from one frame
+        return is_bent[:, [part[0] for part in PARTS]]
+
+    whole = part_sources(0.0)
+    assert (whole == whole[:, :1]).all()                     # no swaps: every limb from the pose's own frame
+    mixed = part_sources(0.5)
+    assert (mixed != mixed[:, :1]).any(axis=1).mean() > 0.3   # swaps: many poses mix frames

@@ -1,0 +1,37 @@
+"""scripts/benchmark.py on two held-out clips: every method, key and the properties they promise."""
+import json
+import shutil
+import sys
+
+import pytest
+from conftest import ROOT, SHARED_MOCAP
+
+from models.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS
+from models.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS
+
+pytest.importorskip("scipy")
+
+
+@pytest.mark.skipif(not (IKGAT_WEIGHTS.exists() and SMPLIK_WEIGHTS.exists()), reason="network weights not trained yet")
+def test_benchmark_reports_every_method(tmp_path):
+    clip = SHARED_MOCAP / "cmu_train" / "cmu_jumping_5.bvh"
+    if not clip.exists():
+        pytest.skip("../shared/data/mocap is not here (a held-out clip to benchmark on)")
+    shutil.copy(clip, tmp_path / clip.name)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import benchmark
+
+    out = tmp_path / "bench.json"
+    benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "40", "--baseline-frames", "2"])
+    report = json.loads(out.read_text())
+    methods = report["methods"]
+    assert report["frames"] == 40
+    assert set(methods) == {"smplik_6pt", "smplik_6pt_refined", "smplik_random", "ikgat", "analytic_full", "baseline_6pt"}
+    for name, m in methods.items():
+        assert {"mpjpe_mm", "geodesic_deg", "ms_single", "per_s_batch"} <= set(m), name
+        assert len(m["geodesic_deg_by_joint"]) == 24
+    # position-to-rotation methods keep every bone's direction: forward kinematics lands on the joints
+    assert methods["ikgat"]["mpjpe_mm"] < 1 and methods["analytic_full"]["mpjpe_mm"] < 1
+    assert methods["smplik_6pt_refined"]["effector_mm"] < 1 < methods["smplik_6pt"]["effector_mm"]
+    assert set(methods["smplik_random"]["mpjpe_mm_by_effector_count"]) == {"3-4", "5-8", "9-12"}
+    assert methods["baseline_6pt"]["frames"] == 2
