@@ -4,7 +4,7 @@ from torch import nn
 
 from .rotations_torch import rot6d_to_matrix
 from .skeleton import NUM_JOINTS
-from .smplik import _PARENTS0, _SLOT_WEIGHTS, SLOT
+from .smplik import _KIND, _PARENTS0, _SLOT_WEIGHTS, _SRC, SLOT
 
 
 class Block(nn.Module):
@@ -16,31 +16,25 @@ class Block(nn.Module):
         return x + self.fc2(torch.relu(self.fc1(self.norm(x))))
 
 
-def slot_rows(feats, mask):
-    w = feats[..., 15:16] * mask[..., None]
-    kind = feats[..., :3] * w
-    return torch.cat([feats[..., 3:6] * kind[..., :1], kind[..., :1], feats[..., 6:12] * kind[..., 1:2], kind[..., 1:2],
-                      feats[..., 3:6] * kind[..., 2:3], feats[..., 12:15] * kind[..., 2:3], kind[..., 2:3]], -1)
-
-
-_VALUES = [i for i in range(SLOT) if i not in _SLOT_WEIGHTS]
-_OWNER = [0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]   # which weight each value column is divided by
-
-
 def network_input(joints, feats, mask, rest):
-    rows = slot_rows(feats, mask)
+    """The same slots, weights and centre as smplik.network_input (its column tables)."""
+    kind_weight = feats[..., :3] * (feats[..., 15] * mask)[..., None]
+    rows = feats[..., _SRC] * kind_weight[..., _KIND]
     onehot = (joints[..., None] == torch.arange(NUM_JOINTS)).to(rows.dtype)
     slots = torch.einsum("bej,bef->bjf", onehot, rows)
     wsum = slots[..., _SLOT_WEIGHTS]
     w = wsum.clamp_max(1)
-    values = slots[..., _VALUES] / wsum.clamp_min(1e-6)[..., _OWNER]
-    wp = w[..., 0::2, None]
-    points = torch.stack([values[..., 0:3], values[..., 9:12]], -2)
-    centre = (points * wp).sum((1, 2)) / wp.sum((1, 2)).clamp_min(1e-9)
-    points = points - centre[:, None, None] * (wp > 0)
-    out = torch.cat([points[..., 0, :], w[..., 0:1], values[..., 3:9], w[..., 1:2], points[..., 1, :],
-                     values[..., 12:15], w[..., 2:3], rest - rest[:, :1]], -1)
-    return out.reshape(len(joints), -1), centre
+    slots = torch.where(_IS_WEIGHT, w[..., _KIND], slots / wsum.clamp_min(1e-6)[..., _KIND])
+    wp = w[..., 0::2]
+    centre = (slots[..., 0:3] * wp[..., :1] + slots[..., 11:14] * wp[..., 1:]).sum(1) / wp.sum((1, 2)).clamp_min(1e-9)[:, None]
+    shift = torch.einsum("bjkc,kcf->bjf", centre[:, None, None] * (wp > 0)[..., None], _PLACE.to(slots.dtype))
+    return torch.cat([slots - shift, rest - rest[:, :1]], -1).reshape(len(joints), -1), centre
+
+
+_IS_WEIGHT = torch.zeros(SLOT, dtype=torch.bool)
+_IS_WEIGHT[_SLOT_WEIGHTS] = True
+_PLACE = torch.zeros(2, 3, SLOT, dtype=torch.float64)   # puts a centre shift under the position / look-at columns
+_PLACE[0, :, 0:3] = _PLACE[1, :, 11:14] = torch.eye(3, dtype=torch.float64)
 
 
 class SmplIkTorch(nn.Module):
