@@ -140,7 +140,7 @@ def network_input(joints, feats, mask, rest):
     b = len(joints)
     kind_weight = feats[..., :3] * (feats[..., 15] * mask)[..., None]        # (B, E, 3)
     rows = feats[..., _SRC] * kind_weight[..., _KIND]                        # (B, E, 18)
-    slots = np.zeros((b, NUM_JOINTS, SLOT + 3))
+    slots = np.zeros((b, NUM_JOINTS, SLOT + 3), np.float32)   # the network runs in float32
     every = np.arange(b)
     for e in range(joints.shape[1]):   # one effector of each pose at a time: no index repeats within a step
         slots[every, joints[:, e], :SLOT] += rows[:, e]

@@ -5,8 +5,8 @@
 --data is a file from scripts/build_dataset.py (default out/cmu_train_smpl.npz, built from
 ../shared/data/mocap/cmu_train on first use); whole clips listed in models/training_torch.py
 are held out for validation. Each training pose gets a random body shape, mirroring, a random
-heading and position, and a random set of 3-12 effectors (positions 60%, rotations 25%,
-look-ats 15%), or SMPL-IK's six points (half the poses; --six-share). Each limb and the trunk
+heading and position, and a random set of 3-12 effectors (the first a position, the others
+positions 60%, rotations 25%, look-ats 15%), or SMPL-IK's six points (half the poses; --six-share). Each limb and the trunk
 takes its rotations from another frame 20% of the time (--swap), so the network meets new
 combinations of the recorded limbs instead of memorising whole poses.
 """
@@ -45,6 +45,7 @@ def make_effectors(world, pos, gen, six_share=0.3):
     count = torch.randint(3, MAX_EFF + 1, (b,), generator=gen)
     u = torch.rand(b, MAX_EFF, generator=gen)
     kinds = torch.where(u < 0.6, 0, torch.where(u < 0.85, 1, 2))
+    kinds[:, 0] = 0  # without one position the body's place is unknown (as in scripts/benchmark.py)
     six = torch.rand(b, generator=gen) < six_share
     joints[six, :6] = torch.tensor(SIX_POINT_JOINTS)
     kinds[six] = 0
