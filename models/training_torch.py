@@ -91,11 +91,14 @@ def fk(local_rot, rest, trans=None):
 PARTS = ((1, 4, 7, 10), (2, 5, 8, 11), (3, 6, 9, 12, 15), (13, 16, 18, 20, 22), (14, 17, 19, 21, 23))
 
 
-def sample_batch(data, body, size, gen, swap=0.0):
+def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0):
     """Random poses on random bodies: local rotations (B, 24, 3, 3), rest joints (B, 24, 3).
 
     swap: the chance that each limb or the trunk (PARTS) takes its local rotations from
-    another random frame, so the networks meet new combinations of the recorded limbs."""
+    another random frame, so the networks meet new combinations of the recorded limbs.
+    jitter: the chance that each joint below the pelvis is set to its rest rotation (as on a
+    rig that does not carry it, such as hands that follow the forearm), and the same chance
+    that it turns by a further random rotation of up to 45 degrees (poses the capture lacks)."""
     idx = torch.randint(len(data.poses), (size,), generator=gen)
     aa = data.poses[idx].clone()
     if swap > 0:
@@ -111,6 +114,13 @@ def sample_batch(data, body, size, gen, swap=0.0):
     yaw = axis_angle_to_matrix(torch.stack([torch.zeros(size), heading, torch.zeros(size)], -1))
     rot = torch.cat([(yaw @ rot[:, 0])[:, None], rot[:, 1:]], 1)
     betas = torch.randn(size, NUM_BETAS, generator=gen)
+    if jitter > 0:  # drawn last, so the poses, headings and shapes match a run without it
+        u = torch.rand(size, NUM_JOINTS, generator=gen)
+        u[:, 0] = 1.0
+        axis = torch.nn.functional.normalize(torch.randn(size, NUM_JOINTS, 3, generator=gen), dim=-1)
+        turn = axis_angle_to_matrix(axis * torch.rand(size, NUM_JOINTS, 1, generator=gen) * np.radians(45.0))
+        rot = torch.where((u < jitter)[..., None, None], torch.eye(3),
+                          torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
     return rot, body.joints(betas)
 
 

@@ -5,7 +5,10 @@
 --data is a file from scripts/build_dataset.py; by default out/cmu_train_smpl.npz, built from
 ../shared/data/mocap/cmu_train on first use. Whole clips listed in
 models/training_torch.py are held out for validation. Presets: `smoke` (CI, under a minute),
-`full` (the shipped weights; a time budget on 2 CPU cores, see --minutes).
+`full` (the shipped weights; a time budget on 2 CPU cores, see --minutes). Each training pose
+gets a random body shape, mirroring and heading; limbs and trunk are swapped between frames
+(--swap) and single joints set to rest or turned further (--jitter), so the network also
+meets rigs and poses unlike the capture.
 """
 import argparse
 import subprocess
@@ -72,6 +75,11 @@ def evaluate(model, data, body, frames=2000, seed=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--swap", type=float, default=0.2,
+                    help="chance that a limb or the trunk takes its rotations from another frame (default 0.2)")
+    ap.add_argument("--jitter", type=float, default=0.05,
+                    help="chance that a joint is set to its rest rotation, and again that it turns by up to "
+                         "45 degrees more (default 0.05)")
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
@@ -80,13 +88,14 @@ def main(argv=None):
     before = initialise(model, args.init) if args.init else None
 
     def batch_loss(gen):
-        rot, rest = sample_batch(train_set, body, cfg["batch"], gen)
+        rot, rest = sample_batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter)
         _, pos = fk(rot, rest)
         pred = model(pos, rest)
         return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
-    finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body), before=before)
+    finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body),
+           {"part_swap": args.swap, "jitter": args.jitter}, before)
 
 
 if __name__ == "__main__":

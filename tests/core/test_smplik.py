@@ -209,3 +209,22 @@ def test_part_swaps_mix_whole_limbs_between_frames():
     assert (whole == whole[:, :1]).all()                     # no swaps: every limb from the pose's own frame
     mixed = part_sources(0.5)
     assert (mixed != mixed[:, :1]).any(axis=1).mean() > 0.3   # swaps: many poses mix frames
+
+
+def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
+    from models.rotations import geodesic_angle
+    from models.training_torch import PoseData, TorchBody, sample_batch
+
+    bent = np.tile([0.5, 0.0, 0.0], (24, 1))     # every joint turned 0.5 rad about x (mirroring keeps it)
+    data = PoseData(torch.tensor(bent[None], dtype=torch.float32), np.zeros(1, int), ["a"], "")
+    body = TorchBody()
+    plain, _ = sample_batch(data, body, 500, torch.Generator().manual_seed(0))
+    rot, _ = sample_batch(data, body, 500, torch.Generator().manual_seed(0), jitter=0.1)
+    assert np.allclose(rot[:, 0], plain[:, 0], atol=1e-6)      # the pelvis (heading) is left alone
+    moved = geodesic_angle(rot[:, 1:].double().numpy(), plain[:, 1:].double().numpy())
+    rested = np.abs(rot[:, 1:] - torch.eye(3)).amax((-1, -2)).numpy() < 1e-6
+    assert 0.07 < rested.mean() < 0.13                         # set to rest about 10% of the time
+    turned = (moved > 1e-2) & ~rested                         # float32 rotations: arccos noise ~1e-3
+    assert 0.07 < turned.mean() < 0.13                         # turned further about 10% of the time
+    assert moved[turned].max() <= np.radians(45.0) + 1e-4      # by at most 45 degrees
+    assert np.allclose(moved[~rested & ~turned], 0.0, atol=1e-2)
