@@ -4,7 +4,8 @@ from torch import nn
 
 from .rotations_torch import rot6d_to_matrix
 from .skeleton import NUM_JOINTS
-from .smplik import _KIND, _PARENTS0, _SLOT_WEIGHTS, _SRC, SLOT
+from .skeleton import MIRROR
+from .smplik import _KIND, _MIRROR_OUT, _OUT_SIGN, _PARENTS0, _SLOT_SIGN, _SLOT_WEIGHTS, _SRC, SLOT
 
 
 class Block(nn.Module):
@@ -53,10 +54,15 @@ class SmplIkTorch(nn.Module):
             h = b(h)
         return self.out(self.out_norm(h))
 
-    def forward(self, joints, feats, mask, positional, rest):
-        """Local rotations (B, 24, 3, 3) and trans (B, 3); same as SmplIk.predict."""
+    def forward(self, joints, feats, mask, positional, rest, symmetric=False):
+        """Local rotations (B, 24, 3, 3) and trans (B, 3); same as SmplIk.predict (symmetric:
+        averaged with the mirrored problem's answer, as the numpy runtime does by default)."""
         x, centre = network_input(joints, feats, mask, rest)
         out = self.network(x)
+        if symmetric:
+            sign = torch.from_numpy(_SLOT_SIGN).to(x.dtype)
+            mirrored = (x.reshape(len(x), NUM_JOINTS, -1)[:, list(MIRROR)] * sign).reshape(len(x), -1)
+            out = 0.5 * (out + self.network(mirrored)[:, _MIRROR_OUT] * torch.from_numpy(_OUT_SIGN).to(x.dtype))
         rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
         world = rot6d_to_matrix(rot6)
         local = torch.cat([world[:, :1], world[:, _PARENTS0[1:]].transpose(-1, -2) @ world[:, 1:]], 1)

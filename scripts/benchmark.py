@@ -9,7 +9,9 @@ fitted body; --max-frames samples N frames evenly across the clips (fixed seed).
   baseline_6pt   optimisation IK (scipy least squares on forward kinematics with a pose
                  prior) from the rest pose, on SMPL-IK's 6 points: pelvis, neck, wrists,
                  ankles (positions)
-  smplik_6pt     SMPL-IK on the same 6 points;  smplik_6pt_refined: then made exact
+  smplik_6pt     SMPL-IK on the same 6 points (symmetric solve, the default: averaged
+                 with the mirrored problem's answer); smplik_6pt_refined: then made exact;
+                 smplik_6pt_one_pass: one network pass, not symmetric (half the cost)
   smplik_random  SMPL-IK on 3-12 random effectors per pose (positions, rotations, look-ats;
                  at least one position), fixed seed; also MPJPE by number of effectors;
                  smplik_random_refined: then made exact
@@ -224,20 +226,20 @@ def main(argv=None):
     else:
         print(f"ikgat skipped: {IKGAT_WEIGHTS} not trained yet", file=sys.stderr)
     if SMPLIK_WEIGHTS.exists():
-        net = SmplIk.load()
         world = forward_kinematics(gt_rot, rest, PARENTS, pos[:, 0] - rest[:, 0]).rotations
         six = [six_point_effectors(p) for p in pos]
-        local, trans = net.solve_positions(SIX_POINTS, pos[:, list(SIX_POINTS)], rest)
-        one = lambda effs, r: net.solve(effs, r, refine=False)  # noqa: E731
-        times = []
-        for i in range(100):
-            t = time.perf_counter()
-            one(six[i % n], rest[i % n])
-            times.append(time.perf_counter() - t)
         big = np.resize(pos[:, list(SIX_POINTS)], (1024, len(SIX_POINTS), 3))
-        rate = 1024 / batch_seconds(lambda: net.solve_positions(SIX_POINTS, big, batch[1]))
-        methods["smplik_6pt"] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
-                                 "ms_single": statistics.median(times) * 1000, "per_s_batch": rate}
+        for name, symmetric in (("smplik_6pt_one_pass", False), ("smplik_6pt", True)):
+            net = SmplIk.load(symmetric=symmetric)
+            local, trans = net.solve_positions(SIX_POINTS, pos[:, list(SIX_POINTS)], rest)
+            times = []
+            for i in range(100):
+                t = time.perf_counter()
+                net.solve(six[i % n], rest[i % n], refine=False)
+                times.append(time.perf_counter() - t)
+            rate = 1024 / batch_seconds(lambda: net.solve_positions(SIX_POINTS, big, batch[1]))
+            methods[name] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
+                             "ms_single": statistics.median(times) * 1000, "per_s_batch": rate}
         methods["smplik_6pt_refined"] = refined(local, trans, rest, six, pos, gt_rot, methods["smplik_6pt"])
         sets = random_effectors(pos, world, np.random.default_rng(0))
         local, trans = smplik_batch(net, sets, rest)

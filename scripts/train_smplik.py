@@ -91,7 +91,8 @@ def losses(model, rot, rest, world, pos, eff):
 
 
 def evaluate(model, data, body, frames=1000, seed=1):
-    """Validation through the numpy runtime: MPJPE (mm) and geodesic (deg), 6 points and random."""
+    """Validation through the numpy runtime (symmetric solve, as shipped): MPJPE (mm) and geodesic
+    (deg), 6 points and random."""
     gen = torch.Generator().manual_seed(seed)
     rot, rest, trans, world, pos = batch(data, body, min(frames, len(data.poses)), gen)
     net = SmplIk(prepare(model.numpy_params()), model.config)

@@ -26,7 +26,7 @@ def test_benchmark_reports_every_method(tmp_path):
     report = json.loads(out.read_text())
     methods = report["methods"]
     assert report["frames"] == 40
-    assert set(methods) == {"smplik_6pt", "smplik_6pt_refined", "smplik_random",
+    assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
                             "smplik_random_refined", "ikgat", "analytic_full", "baseline_6pt"}
     for name, m in methods.items():
         assert {"mpjpe_mm", "geodesic_deg", "ms_single", "per_s_batch"} <= set(m), name
