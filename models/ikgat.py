@@ -19,7 +19,7 @@ import numpy as np
 from .errors import SmplIkError
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, unit
-from .skeleton import NUM_JOINTS, PARENTS
+from .skeleton import MIRROR, NUM_JOINTS, PARENTS
 
 CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
 SINGLE = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) == 1)
@@ -146,11 +146,23 @@ def expected_shapes(cfg):
     return shapes
 
 
-class IkGat:
-    """The numpy IK-GAT. `IkGat.load(path)` checks the file's architecture."""
+# The network's outputs for a left-right mirrored problem (x -> -x), read back for the original:
+# a twist (cos, sin) about a mirrored bone turns the other way, and a leaf's 6D (two columns of
+# R) becomes that of M R M, M = diag(-1, 1, 1): the same signs serve both.
+_MIRROR_SIGN = np.array([1.0, -1, -1, -1, 1, 1], np.float32)
+_MIRROR_POINT = np.array([-1.0, 1, 1], np.float32)
 
-    def __init__(self, params, config):
+
+class IkGat:
+    """The numpy IK-GAT. `IkGat.load(path)` checks the file's architecture.
+
+    symmetric (default): the network also sees the problem mirrored left-right and the two
+    answers are averaged, so mirrored positions give exactly the mirrored rotations (at twice
+    the network's cost; see docs/learned_ik.md)."""
+
+    def __init__(self, params, config, symmetric=True):
         self.config, self.heads = config, config["heads"]
+        self.symmetric = symmetric
         layers = range(config["layers"])
         p = fold_norms(params, [(f"layers.{i}.norm1", f"layers.{i}.qkv") for i in layers]
                        + [(f"layers.{i}.norm2", f"layers.{i}.fc1") for i in layers] + [("out_norm", "out")])
@@ -165,8 +177,8 @@ class IkGat:
         self.mask = np.where(hop_distance() <= config["hops"], 0.0, -1e9).astype(np.float32)
 
     @classmethod
-    def load(cls, path=DEFAULT_WEIGHTS):
-        return cls(*load_weights(path, ARCH, expected_shapes))
+    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True):
+        return cls(*load_weights(path, ARCH, expected_shapes), symmetric=symmetric)
 
     def network(self, x):
         """(B, 24, 12) features -> (B, 24, 6) raw outputs."""
@@ -201,7 +213,15 @@ class IkGat:
         if not (np.all(np.isfinite(positions)) and np.all(np.isfinite(rest))):
             raise SmplIkError("IK-GAT input contains NaN or infinite values")
         multi = _multi_rotations(positions, rest)
-        out = self.network(features(positions, rest, multi))
+        x = features(positions, rest, multi)
+        if self.symmetric:
+            mp, mr = positions[:, list(MIRROR)] * _MIRROR_POINT, rest[:, list(MIRROR)] * _MIRROR_POINT
+            both = self.network(np.concatenate([x, features(mp, mr, _multi_rotations(mp, mr))]))
+            out = both[:len(x)]
+            out += both[len(x):, list(MIRROR)] * _MIRROR_SIGN
+            out *= 0.5
+        else:
+            out = self.network(x)
         twist = out[..., :2] + np.array([1.0, 0.0], np.float32)
         leaf = np.empty(out.shape[:-1] + (3, 3), np.float32)  # only the leaves' entries are read
         leaf[:, _LEAVES] = rot6d_to_matrix(out[:, _LEAVES] + np.array([1.0, 0, 0, 0, 1.0, 0], np.float32))

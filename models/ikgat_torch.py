@@ -2,9 +2,9 @@
 import torch
 from torch import nn
 
-from .ikgat import CHILDREN, MULTI, NUM_FEATURES, PARENTS, SINGLE, hop_distance
+from .ikgat import _MIRROR_POINT, _MIRROR_SIGN, CHILDREN, MULTI, NUM_FEATURES, PARENTS, SINGLE, hop_distance
 from .rotations_torch import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
-from .skeleton import NUM_JOINTS
+from .skeleton import MIRROR, NUM_JOINTS
 
 
 def twist_matrix(axis, cos_sin):
@@ -90,8 +90,13 @@ class IkGatTorch(nn.Module):
             h = layer(h, self.mask.to(h.dtype))
         return self.out(self.out_norm(h))
 
-    def forward(self, positions, rest):
+    def forward(self, positions, rest, symmetric=False):
+        """Local rotations; symmetric: averaged with the mirrored problem's, as IkGat does by default."""
         out = self.network(features(positions, rest))
+        if symmetric:
+            point = torch.from_numpy(_MIRROR_POINT).to(positions.dtype)
+            mirrored = self.network(features(positions[:, list(MIRROR)] * point, rest[:, list(MIRROR)] * point))
+            out = 0.5 * (out + mirrored[:, list(MIRROR)] * torch.from_numpy(_MIRROR_SIGN).to(out.dtype))
         twist = out[..., :2] + torch.tensor([1.0, 0.0], dtype=out.dtype)
         leaf = rot6d_to_matrix(out + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype))
         return assemble(positions, rest, twist, leaf)

@@ -4,7 +4,8 @@
 
 Every clip in DIR is retargeted with the motion code to get ground-truth SMPL poses on a
 fitted body; --max-frames samples N frames evenly across the clips (fixed seed). Methods:
-  ikgat          IK-GAT: all 24 joint positions -> rotations
+  ikgat          IK-GAT: all 24 joint positions -> rotations (symmetric solve, the default);
+                 ikgat_one_pass: one network pass, not symmetric (half the network's cost)
   analytic_full  rotations from bone directions alone (swing only, zero twist)
   baseline_6pt   optimisation IK (scipy least squares on forward kinematics with a pose
                  prior) from the rest pose, on SMPL-IK's 6 points: pelvis, neck, wrists,
@@ -221,8 +222,9 @@ def main(argv=None):
     methods["analytic_full"] = {**score(analytic_rotations(pos, rest), rest, pos, gt_rot),
                                 **timing(analytic_rotations, [pos, rest], batch)}
     if IKGAT_WEIGHTS.exists():
-        net = IkGat.load()
-        methods["ikgat"] = {**score(net(pos, rest), rest, pos, gt_rot), **timing(net, [pos, rest], batch)}
+        for name, symmetric in (("ikgat_one_pass", False), ("ikgat", True)):
+            net = IkGat.load(symmetric=symmetric)
+            methods[name] = {**score(net(pos, rest), rest, pos, gt_rot), **timing(net, [pos, rest], batch)}
     else:
         print(f"ikgat skipped: {IKGAT_WEIGHTS} not trained yet", file=sys.stderr)
     if SMPLIK_WEIGHTS.exists():

@@ -27,12 +27,12 @@ def test_benchmark_reports_every_method(tmp_path):
     methods = report["methods"]
     assert report["frames"] == 40
     assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
-                            "smplik_random_refined", "ikgat", "analytic_full", "baseline_6pt"}
+                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "analytic_full", "baseline_6pt"}
     for name, m in methods.items():
         assert {"mpjpe_mm", "geodesic_deg", "ms_single", "per_s_batch"} <= set(m), name
         assert len(m["geodesic_deg_by_joint"]) == 24
     # position-to-rotation methods keep every bone's direction: forward kinematics lands on the joints
-    assert methods["ikgat"]["mpjpe_mm"] < 1 and methods["analytic_full"]["mpjpe_mm"] < 1
+    assert max(methods[m]["mpjpe_mm"] for m in ("ikgat", "ikgat_one_pass", "analytic_full")) < 1
     assert methods["smplik_6pt_refined"]["effector_mm"] < 1 < methods["smplik_6pt"]["effector_mm"]
     assert methods["smplik_random_refined"]["effector_mm"] < 1 < methods["smplik_random"]["effector_mm"]
     assert set(methods["smplik_random"]["mpjpe_mm_by_effector_count"]) == {"3-4", "5-8", "9-12"}
