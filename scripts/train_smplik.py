@@ -68,8 +68,8 @@ def make_effectors(world, pos, gen, six_share=0.3):
     return joints, feats, mask, positional, kinds, axes
 
 
-def batch(data, body, size, gen, swap=0.0):
-    rot, rest = sample_batch(data, body, size, gen, swap)
+def batch(data, body, size, gen, swap=0.0, jitter=0.0):
+    rot, rest = sample_batch(data, body, size, gen, swap, jitter)
     trans = torch.stack([2 * torch.rand(size, generator=gen) - 1, 0.4 * torch.rand(size, generator=gen) - 0.2,
                          2 * torch.rand(size, generator=gen) - 1], -1)
     world, pos = fk(rot, rest, trans)
@@ -114,6 +114,9 @@ def main(argv=None):
                     help="share of training poses that get SMPL-IK's six points (default 0.5)")
     ap.add_argument("--swap", type=float, default=0.2,
                     help="chance that a limb or the trunk takes its rotations from another frame (default 0.2)")
+    ap.add_argument("--jitter", type=float, default=0.0,
+                    help="chance that a joint is set to its rest rotation, and again that it turns by up to "
+                         "45 degrees more (default 0: off)")
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
@@ -122,12 +125,12 @@ def main(argv=None):
     before = initialise(model, args.init) if args.init else None
 
     def batch_loss(gen):
-        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap)
+        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter)
         return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share))
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
     extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
-             "six_point_share": args.six_share, "part_swap": args.swap}
+             "six_point_share": args.six_share, "part_swap": args.swap, "jitter": args.jitter}
     finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
 
 if __name__ == "__main__":
