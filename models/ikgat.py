@@ -149,8 +149,10 @@ def expected_shapes(cfg):
 # The network's outputs for a left-right mirrored problem (x -> -x), read back for the original:
 # a twist (cos, sin) about a mirrored bone turns the other way, and a leaf's 6D (two columns of
 # R) becomes that of M R M, M = diag(-1, 1, 1): the same signs serve both.
+# Its input is the mirror joints' features with every x negated: the pelvis frame of a mirrored
+# body is M R0 M, so a point's coordinates in it are mirrored too.
 _MIRROR_SIGN = np.array([1.0, -1, -1, -1, 1, 1], np.float32)
-_MIRROR_POINT = np.array([-1.0, 1, 1], np.float32)
+_MIRROR_FEATURES = np.tile(np.array([-1.0, 1, 1], np.float32), NUM_FEATURES // 3)
 
 
 class IkGat:
@@ -215,8 +217,7 @@ class IkGat:
         multi = _multi_rotations(positions, rest)
         x = features(positions, rest, multi)
         if self.symmetric:
-            mp, mr = positions[:, list(MIRROR)] * _MIRROR_POINT, rest[:, list(MIRROR)] * _MIRROR_POINT
-            both = self.network(np.concatenate([x, features(mp, mr, _multi_rotations(mp, mr))]))
+            both = self.network(np.concatenate([x, x[:, list(MIRROR)] * _MIRROR_FEATURES]))
             out = both[:len(x)]
             out += both[len(x):, list(MIRROR)] * _MIRROR_SIGN
             out *= 0.5

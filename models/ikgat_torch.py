@@ -2,7 +2,7 @@
 import torch
 from torch import nn
 
-from .ikgat import _MIRROR_POINT, _MIRROR_SIGN, CHILDREN, MULTI, NUM_FEATURES, PARENTS, SINGLE, hop_distance
+from .ikgat import _MIRROR_FEATURES, _MIRROR_SIGN, CHILDREN, MULTI, NUM_FEATURES, PARENTS, SINGLE, hop_distance
 from .rotations_torch import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
 from .skeleton import MIRROR, NUM_JOINTS
 
@@ -92,10 +92,10 @@ class IkGatTorch(nn.Module):
 
     def forward(self, positions, rest, symmetric=False):
         """Local rotations; symmetric: averaged with the mirrored problem's, as IkGat does by default."""
-        out = self.network(features(positions, rest))
+        x = features(positions, rest)
+        out = self.network(x)
         if symmetric:
-            point = torch.from_numpy(_MIRROR_POINT).to(positions.dtype)
-            mirrored = self.network(features(positions[:, list(MIRROR)] * point, rest[:, list(MIRROR)] * point))
+            mirrored = self.network(x[:, list(MIRROR)] * torch.from_numpy(_MIRROR_FEATURES).to(x.dtype))
             out = 0.5 * (out + mirrored[:, list(MIRROR)] * torch.from_numpy(_MIRROR_SIGN).to(out.dtype))
         twist = out[..., :2] + torch.tensor([1.0, 0.0], dtype=out.dtype)
         leaf = rot6d_to_matrix(out + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype))
