@@ -146,11 +146,11 @@ def expected_shapes(cfg):
     return shapes
 
 
-# The network's outputs for a left-right mirrored problem (x -> -x), read back for the original:
-# a twist (cos, sin) about a mirrored bone turns the other way, and a leaf's 6D (two columns of
-# R) becomes that of M R M, M = diag(-1, 1, 1): the same signs serve both.
-# Its input is the mirror joints' features with every x negated: the pelvis frame of a mirrored
-# body is M R0 M, so a point's coordinates in it are mirrored too.
+# The left-right mirrored problem (x -> -x, M = diag(-1, 1, 1)): its input is the mirror joints'
+# features with every x negated (the pelvis frame of a mirrored body is M R0 M, so a point's
+# coordinates in it are mirrored too). Its outputs, read back for the original: a twist
+# (cos, sin) about a mirrored bone turns the other way, and a leaf's 6D (two columns of R)
+# becomes that of M R M; the same signs serve both.
 _MIRROR_SIGN = np.array([1.0, -1, -1, -1, 1, 1], np.float32)
 _MIRROR_FEATURES = np.tile(np.array([-1.0, 1, 1], np.float32), NUM_FEATURES // 3)
 

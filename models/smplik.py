@@ -183,7 +183,7 @@ class SmplIk:
 
     symmetric (default): every problem is solved as given and mirrored left-right, and the
     two answers are averaged, so mirrored effectors give exactly the mirrored pose (and the
-    held-out error drops by 1.3 mm, at twice the network's cost; see docs/learned_ik.md)."""
+    held-out error drops by about 1 mm, 5%, at twice the network's cost; docs/learned_ik.md)."""
 
     def __init__(self, params, config, symmetric=True):
         self.config = config

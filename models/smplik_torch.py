@@ -3,8 +3,7 @@ import torch
 from torch import nn
 
 from .rotations_torch import rot6d_to_matrix
-from .skeleton import NUM_JOINTS
-from .skeleton import MIRROR
+from .skeleton import MIRROR, NUM_JOINTS
 from .smplik import _KIND, _MIRROR_OUT, _OUT_SIGN, _PARENTS0, _SLOT_SIGN, _SLOT_WEIGHTS, _SRC, SLOT
 
 

@@ -6,9 +6,10 @@
 ../shared/data/mocap/cmu_train on first use); whole clips listed in models/training_torch.py
 are held out for validation. Each training pose gets a random body shape, mirroring, a random
 heading and position, and a random set of 3-12 effectors (the first a position, the others
-positions 60%, rotations 25%, look-ats 15%), or SMPL-IK's six points (half the poses; --six-share). Each limb and the trunk
-takes its rotations from another frame 20% of the time (--swap), so the network meets new
-combinations of the recorded limbs instead of memorising whole poses.
+positions 60%, rotations 25%, look-ats 15%), or SMPL-IK's six points (half the poses;
+--six-share). Each limb and the trunk takes its rotations from another frame 20% of the time
+(--swap), so the network meets new combinations of the recorded limbs instead of memorising
+whole poses; --jitter also sets single joints to rest or turns them further.
 """
 import argparse
 import sys
