@@ -160,25 +160,20 @@ def effector_joints(sets):
              for e in effs if e.kind == "position"] for effs in sets]
 
 
-def timing(fn, single_inputs, batch_inputs, repeats=100):
+def median_seconds(call, repeats):
+    """Median time of call(i) for i in range(repeats)."""
     times = []
     for i in range(repeats):
-        args = [x[i % len(x)][None] for x in single_inputs]
         t = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t)
-    return {"ms_single": statistics.median(times) * 1000,
-            "per_s_batch": len(batch_inputs[0]) / batch_seconds(lambda: fn(*batch_inputs))}
-
-
-def batch_seconds(call, repeats=5):
-    """Median time of a batched call."""
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        call()
+        call(i)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
+
+
+def timing(fn, single_inputs, batch_inputs, repeats=100):
+    singles = [[x[i % len(x)][None] for x in single_inputs] for i in range(repeats)]
+    return {"ms_single": median_seconds(lambda i: fn(*singles[i]), repeats) * 1000,
+            "per_s_batch": len(batch_inputs[0]) / median_seconds(lambda i: fn(*batch_inputs), 5)}
 
 
 def baseline_6pt(pos, rest, prior=0.05):
@@ -234,14 +229,10 @@ def main(argv=None):
         for name, symmetric in (("smplik_6pt_one_pass", False), ("smplik_6pt", True)):
             net = SmplIk.load(symmetric=symmetric)
             local, trans = net.solve_positions(SIX_POINTS, pos[:, list(SIX_POINTS)], rest)
-            times = []
-            for i in range(100):
-                t = time.perf_counter()
-                net.solve(six[i % n], rest[i % n], refine=False)
-                times.append(time.perf_counter() - t)
-            rate = 1024 / batch_seconds(lambda: net.solve_positions(SIX_POINTS, big, batch[1]))
+            single = median_seconds(lambda i: net.solve(six[i % n], rest[i % n], refine=False), 100)
+            rate = 1024 / median_seconds(lambda i: net.solve_positions(SIX_POINTS, big, batch[1]), 5)
             methods[name] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
-                             "ms_single": statistics.median(times) * 1000, "per_s_batch": rate}
+                             "ms_single": single * 1000, "per_s_batch": rate}
         methods["smplik_6pt_refined"] = refined(local, trans, rest, six, pos, gt_rot, methods["smplik_6pt"])
         sets = random_effectors(pos, world, np.random.default_rng(0))
         local, trans = smplik_batch(net, sets, rest)
