@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import SmplIkError
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
-from .rotations import kabsch, rot6d_to_matrix, shortest_arc, unit
+from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
 from .skeleton import MIRROR, NUM_JOINTS, PARENTS
 
 CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
@@ -52,11 +52,12 @@ def twist_matrix(axis, cos_sin):
     """(..., 3, 3) rotation about unit `axis` (..., 3) by the angle whose (cos, sin) is given
     (normalised here)."""
     cs = cos_sin / np.maximum(np.linalg.norm(cos_sin, axis=-1, keepdims=True), 1e-9)
-    c, s = cs[..., 0:1, None], cs[..., 1:2, None]
-    k = np.zeros(axis.shape + (3,))
-    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -axis[..., 2], axis[..., 1], -axis[..., 0]
-    k = k - np.swapaxes(k, -1, -2)
-    return np.eye(3) + s * k + (1 - c) * (k @ k)
+    k = skew(axis)
+    r = k @ k
+    r *= 1 - cs[..., 0:1, None]
+    r += cs[..., 1:2, None] * k
+    r += np.eye(3, dtype=r.dtype)
+    return r
 
 
 def root_rotation(positions, rest):

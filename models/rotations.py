@@ -202,17 +202,25 @@ def unit(v):
     return v / np.maximum(np.sqrt(np.einsum("...i,...i->...", v, v))[..., None], 1e-12)
 
 
+_SKEW_TAKE = [0, 2, 1, 2, 0, 0, 1, 0, 0]
+_SKEW_SIGN = np.array([0.0, -1, 1, 1, 0, -1, -1, 1, 0])
+
+
+def skew(v):
+    """(..., 3) vectors -> (..., 3, 3) cross-product matrices ([v] w = v x w)."""
+    return (v[..., _SKEW_TAKE] * _SKEW_SIGN.astype(v.dtype, copy=False)).reshape(v.shape + (3,))
+
+
 def shortest_arc(a, b):
     """(..., 3, 3) rotations taking directions a onto b (..., 3) by the smallest angle."""
     a, b = unit(_float(a)), unit(_float(b))
-    v = cross(a, b)
+    k = skew(cross(a, b))
     c = np.einsum("...i,...i->...", a, b)
-    k = np.zeros(v.shape + (3,), dtype=v.dtype)
-    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
-    k = k - np.swapaxes(k, -1, -2)
     opposite = c < -1 + 1e-9
-    c = np.where(opposite, 1.0, c)
-    r = np.eye(3) + k + (k @ k) / (1.0 + c)[..., None, None]
+    r = k @ k
+    r *= (1.0 / (1.0 + np.where(opposite, 1.0, c)))[..., None, None]
+    r += k
+    r += np.eye(3, dtype=r.dtype)
     if np.any(opposite):  # half turn about any axis perpendicular to a
         perp = unit(cross(a, np.where(np.abs(a[..., :1]) < 0.9, [1.0, 0, 0], [0, 1.0, 0])))
         half = 2 * perp[..., :, None] * perp[..., None, :] - np.eye(3)

@@ -77,7 +77,7 @@ def batch(data, body, size, gen, swap=0.0, jitter=0.0):
     return rot, rest, trans, world, pos
 
 
-def losses(model, rot, rest, world, pos, eff):
+def losses(model, rot, rest, world, pos, eff, joint_weight=5.0):
     joints, feats, mask, positional, kinds, axes = eff
     local, trans = model(joints, feats, mask, positional, rest)
     w_pred, p_pred = fk(local, rest, trans)
@@ -88,7 +88,7 @@ def losses(model, rot, rest, world, pos, eff):
     d = unit(feats[..., 3:6] - p_pred[rows, joints])
     le = 1 - (torch.einsum("beij,bej->bei", w_pred[rows, joints], axes) * d).sum(-1)
     eff_loss = (m * torch.where(kinds == 0, 5 * pe, torch.where(kinds == 1, re, le))).sum() / m.sum()
-    return geodesic(local, rot).mean() + 5 * (p_pred - pos).norm(dim=-1).mean() + eff_loss
+    return geodesic(local, rot).mean() + joint_weight * (p_pred - pos).norm(dim=-1).mean() + eff_loss
 
 
 def evaluate(model, data, body, frames=1000, seed=1):
@@ -118,6 +118,9 @@ def main(argv=None):
     ap.add_argument("--jitter", type=float, default=0.0,
                     help="chance that a joint is set to its rest rotation, and again that it turns by up to "
                          "45 degrees more (default 0: off)")
+    ap.add_argument("--joint-weight", type=float, default=5.0,
+                    help="weight of the joint position error (metres) beside the rotation error (radians) in "
+                         "the loss (default 5)")
     args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
@@ -127,11 +130,13 @@ def main(argv=None):
 
     def batch_loss(gen):
         rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter)
-        return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share))
+        return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share),
+                      args.joint_weight)
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
     extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
-             "six_point_share": args.six_share, "part_swap": args.swap, "jitter": args.jitter}
+             "six_point_share": args.six_share, "part_swap": args.swap, "jitter": args.jitter,
+             "joint_weight": args.joint_weight}
     finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
 
 if __name__ == "__main__":
