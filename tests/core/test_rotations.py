@@ -56,6 +56,19 @@ def test_rot6d_orthonormalises():
     assert np.allclose(m[:, 0], [1, 0, 0]) and np.allclose(m[:, 1], [0, 1, 0])
 
 
+def test_skew_and_shortest_arc(rng):
+    v, w = rng.normal(size=(2, 50, 3))
+    assert np.allclose(np.einsum("nij,nj->ni", R.skew(v), w), np.cross(v, w))
+    a, b = rng.normal(size=(2, 50, 3))
+    b[0] = -2 * a[0]                      # exactly opposite: a half turn
+    r = R.shortest_arc(a, b)
+    assert np.allclose(r @ np.swapaxes(r, -1, -2), np.eye(3)) and np.allclose(np.linalg.det(r), 1)
+    unit_a, unit_b = (x / np.linalg.norm(x, axis=-1, keepdims=True) for x in (a, b))
+    assert np.allclose(np.einsum("nij,nj->ni", r, unit_a), unit_b)
+    # the smallest angle: the angle between a and b
+    assert np.allclose(R.geodesic_angle(r, np.eye(3)), np.arccos(np.clip((unit_a * unit_b).sum(-1), -1, 1)))
+
+
 def test_torch_twins_agree(rng):
     torch = pytest.importorskip("torch")
     from models import rotations_torch as RT
