@@ -260,3 +260,24 @@ def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
     assert 0.07 < turned.mean() < 0.13                         # turned further about 10% of the time
     assert moved[turned].max() <= np.radians(45.0) + 1e-4      # by at most 45 degrees
     assert np.allclose(moved[~rested & ~turned], 0.0, atol=1e-2)
+
+
+
+def test_joint_weight_scales_only_the_joint_position_term(random_model):
+    import sys
+
+    from models.training_torch import PoseData, TorchBody, fk
+
+    sys.path.insert(0, str(DEFAULT_WEIGHTS.parents[2] / "scripts"))
+    from train_smplik import batch, losses, make_effectors
+
+    poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(8, 24, 3))).float()
+    data = PoseData(poses, np.zeros(8, int), ["a"], "")
+    gen = torch.Generator().manual_seed(0)
+    rot, rest, _, world, pos = batch(data, TorchBody(), 16, gen)
+    model = random_model.float()
+    eff = make_effectors(world, pos, gen)
+    local, trans = model(*eff[:4], rest)
+    mpjpe = (fk(local, rest, trans)[1] - pos).norm(dim=-1).mean()
+    gap = losses(model, rot, rest, world, pos, eff, 20.0) - losses(model, rot, rest, world, pos, eff, 5.0)
+    assert mpjpe > 0.01 and torch.isclose(gap, 15.0 * mpjpe, rtol=1e-3)
