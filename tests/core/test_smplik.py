@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import smoke_train
+from conftest import ROOT, smoke_train
 
 from models.errors import SmplIkError
 from models.kinematics import forward_kinematics
@@ -268,7 +268,7 @@ def test_joint_weight_scales_only_the_joint_position_term(random_model):
 
     from models.training_torch import PoseData, TorchBody, fk
 
-    sys.path.insert(0, str(DEFAULT_WEIGHTS.parents[2] / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts"))
     from train_smplik import batch, losses, make_effectors
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(8, 24, 3))).float()
