@@ -17,7 +17,7 @@ import torch
 from .body_model import NUM_BETAS, load_body_model
 from .errors import SmplIkError
 from .kinematics import depth_levels
-from .rotations_torch import axis_angle_to_matrix
+from .rotations_torch import axis_angle_to_matrix, shortest_arc, unit
 from .skeleton import MIRROR, NUM_JOINTS, PARENTS
 
 # Whole clips kept out of training (one or more per kind of motion in cmu_train).
@@ -91,14 +91,43 @@ def fk(local_rot, rest, trans=None):
 PARTS = ((1, 4, 7, 10), (2, 5, 8, 11), (3, 6, 9, 12, 15), (13, 16, 18, 20, 22), (14, 17, 19, 21, 23))
 
 
-def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0):
+# Joints with one child: their bone shows where they point, their twist about it does not.
+BONE_JOINTS = tuple(j for j in range(NUM_JOINTS) if list(PARENTS).count(j) == 1)
+BONE_CHILDREN = tuple(list(PARENTS).index(j) for j in BONE_JOINTS)
+
+
+def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
+    """Turn the bone of each of `joints` (one-child joints), with the given chance, by up to
+    max_degrees while keeping its twist: the joint's local rotation R = swing(b -> R b) twist(b) about its
+    rest bone b becomes swing(b -> S R b) twist(b), with S a random turn about an axis across
+    the bone. Other rigs bend their necks and spines beyond the capture (m21's neck about 40
+    degrees further than CMU's) without twisting them; this shows the networks such bends."""
+    kids = [BONE_CHILDREN[BONE_JOINTS.index(j)] for j in joints]
+    joints, size = list(joints), len(rot)
+    b = unit(rest[:, kids] - rest[:, joints])        # rest frames are the world's: b is in the parent's frame too
+    r = rot[:, joints]
+    d = (r @ b[..., None])[..., 0]
+    twist = shortest_arc(b, d).transpose(-1, -2) @ r
+    axis = unit(torch.cross(d, torch.randn(d.shape, generator=gen), dim=-1))
+    angle = torch.rand(size, len(joints), 1, generator=gen) * np.radians(max_degrees)
+    bent = (axis_angle_to_matrix(axis * angle) @ d[..., None])[..., 0]
+    take = ((torch.rand(size, len(joints), generator=gen) < chance)
+            & ((b * d).sum(-1) > -0.9) & ((b * bent).sum(-1) > -0.9))   # shortest arcs far from a half turn
+    rot = rot.clone()
+    rot[:, joints] = torch.where(take[..., None, None], shortest_arc(b, bent) @ twist, r)
+    return rot
+
+
+def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0, bend=0.0, bend_joints=BONE_JOINTS, bend_degrees=40.0):
     """Random poses on random bodies: local rotations (B, 24, 3, 3), rest joints (B, 24, 3).
 
     swap: the chance that each limb or the trunk (PARTS) takes its local rotations from
     another random frame, so the networks meet new combinations of the recorded limbs.
     jitter: the chance that each joint below the pelvis is set to its rest rotation (as on a
     rig that does not carry it, such as hands that follow the forearm), and the same chance
-    that it turns by a further random rotation of up to 45 degrees (poses the capture lacks)."""
+    that it turns by a further random rotation of up to 45 degrees (poses the capture lacks).
+    bend: the chance that the bone of each of bend_joints turns by up to bend_degrees with its
+    twist kept (`bend_bones`)."""
     idx = torch.randint(len(data.poses), (size,), generator=gen)
     aa = data.poses[idx].clone()
     if swap > 0:
@@ -121,7 +150,10 @@ def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0):
         turn = axis_angle_to_matrix(axis * torch.rand(size, NUM_JOINTS, 1, generator=gen) * np.radians(45.0))
         rot = torch.where((u < jitter)[..., None, None], torch.eye(3),
                           torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
-    return rot, body.joints(betas)
+    rest = body.joints(betas)
+    if bend > 0:
+        rot = bend_bones(rot, rest, bend, gen, bend_joints, bend_degrees)
+    return rot, rest
 
 
 def geodesic(a, b):
@@ -157,7 +189,43 @@ def training_arguments(parser, presets, default_data, default_out):
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--init", type=_Path, help="continue from these weights (same architecture)")
+    parser.add_argument("--bend", type=float, default=0.0,
+                        help="chance that a joint's bone turns further, its twist kept (default 0: off)")
+    parser.add_argument("--bend-joints", type=bend_joint_list, default=BONE_JOINTS, metavar="NAMES",
+                        help="comma-separated joints that --bend turns (one child each; default all such joints)")
+    parser.add_argument("--bend-degrees", type=float, default=40.0, help="largest --bend turn (default 40)")
     return parser
+
+
+def bend_joint_list(text):
+    """'neck,spine1' -> joint indices, each a joint with exactly one child (argparse type)."""
+    import argparse
+
+    from .skeleton import JOINT_INDEX
+
+    out = []
+    for name in filter(None, (n.strip() for n in text.split(","))):
+        if name not in JOINT_INDEX:
+            raise argparse.ArgumentTypeError(f"{name!r} is not an SMPL joint name")
+        if JOINT_INDEX[name] not in BONE_JOINTS:
+            raise argparse.ArgumentTypeError(f"{name} does not have exactly one child joint, so it has no bone to bend")
+        out.append(JOINT_INDEX[name])
+    if not out:
+        raise argparse.ArgumentTypeError("name at least one joint")
+    return tuple(out)
+
+
+def bend_options(args):
+    """The --bend options as sample_batch's keyword arguments."""
+    return {"bend": args.bend, "bend_joints": args.bend_joints, "bend_degrees": args.bend_degrees}
+
+
+def bend_settings(args):
+    """The --bend options as a JSON-ready dict for the training record."""
+    from .skeleton import JOINT_NAMES
+
+    return {"bend": args.bend, "bend_joints": [JOINT_NAMES[j] for j in args.bend_joints],
+            "bend_degrees": args.bend_degrees}
 
 
 def initialise(model, path):
@@ -213,8 +281,8 @@ def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, 
                    last_loss=round(float(np.mean(losses[-10:])), 4))
     extra = dict(extra or {}, schedule={k: cfg[k] for k in ("minutes", "lr", "batch")})
     if before is not None:  # a continued run: keep the whole history
-        extra["continued_from"] = {k: before[k] for k in ("training_seconds", "steps", "machine", "validation",
-                                                          "schedule", "continued_from") if k in before}
+        extra["continued_from"] = {k: v for k, v in before.items()
+                                   if k not in ("config", "data_sha256", "train_clips", "validation_clips", "torch")}
     save_weights(args.out, model.numpy_params(), model.config)
     write_record(Path(args.out).with_suffix(".json"),
                  training_record(model.config, args.preset, data, seconds, steps, metrics, extra))

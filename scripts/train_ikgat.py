@@ -7,8 +7,9 @@
 models/training_torch.py are held out for validation. Presets: `smoke` (CI, under a minute),
 `full` (the shipped weights; a time budget on 2 CPU cores, see --minutes). Each training pose
 gets a random body shape, mirroring and heading; limbs and trunk are swapped between frames
-(--swap) and single joints set to rest or turned further (--jitter), so the network also
-meets rigs and poses unlike the capture.
+(--swap), single joints set to rest or turned further (--jitter), and bones turned further
+with their twist kept (--bend, --bend-joints, --bend-degrees), so the network also meets
+rigs and poses unlike the capture.
 """
 import argparse
 import subprocess
@@ -25,8 +26,8 @@ from models.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
 from models.ikgat_torch import IkGatTorch  # noqa: E402
 from models.nn import prepare  # noqa: E402
 from models.rotations import geodesic_angle  # noqa: E402
-from models.training_torch import (TorchBody, finish, fk, geodesic, initialise, load_pose_data, run_config,  # noqa: E402
-                                   sample_batch, train, training_arguments)
+from models.training_torch import (TorchBody, bend_options, bend_settings, finish, fk, geodesic,  # noqa: E402
+                                   initialise, load_pose_data, run_config, sample_batch, train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 2e-3, "max_steps": 150},
@@ -87,15 +88,17 @@ def main(argv=None):
     model = IkGatTorch()
     before = initialise(model, args.init) if args.init else None
 
+    bend = bend_options(args)
+
     def batch_loss(gen):
-        rot, rest = sample_batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter)
+        rot, rest = sample_batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter, **bend)
         _, pos = fk(rot, rest)
         pred = model(pos, rest)
         return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
     finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body),
-           {"part_swap": args.swap, "jitter": args.jitter}, before)
+           {"part_swap": args.swap, "jitter": args.jitter, **bend_settings(args)}, before)
 
 
 if __name__ == "__main__":

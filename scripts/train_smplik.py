@@ -9,7 +9,8 @@ heading and position, and a random set of 3-12 effectors (the first a position, 
 positions 60%, rotations 25%, look-ats 15%), or SMPL-IK's six points (half the poses;
 --six-share). Each limb and the trunk takes its rotations from another frame 20% of the time
 (--swap), so the network meets new combinations of the recorded limbs instead of memorising
-whole poses; --jitter also sets single joints to rest or turns them further.
+whole poses; --jitter also sets single joints to rest or turns them further, and --bend
+turns bones further with their twist kept.
 """
 import argparse
 import sys
@@ -27,8 +28,8 @@ from models.rotations_torch import matrix_to_rot6d, unit  # noqa: E402
 from models.skeleton import NUM_JOINTS  # noqa: E402
 from models.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SIX_POINT_JOINTS, SmplIk  # noqa: E402
 from models.smplik_torch import SmplIkTorch  # noqa: E402
-from models.training_torch import (TorchBody, finish, fk, geodesic, initialise, load_pose_data,  # noqa: E402
-                                   run_config, sample_batch, train, training_arguments)
+from models.training_torch import (TorchBody, bend_options, bend_settings, finish, fk, geodesic, initialise,  # noqa: E402
+                                   load_pose_data, run_config, sample_batch, train, training_arguments)
 from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
 
 PRESETS = {
@@ -69,8 +70,8 @@ def make_effectors(world, pos, gen, six_share=0.3):
     return joints, feats, mask, positional, kinds, axes
 
 
-def batch(data, body, size, gen, swap=0.0, jitter=0.0):
-    rot, rest = sample_batch(data, body, size, gen, swap, jitter)
+def batch(data, body, size, gen, swap=0.0, jitter=0.0, **bend):
+    rot, rest = sample_batch(data, body, size, gen, swap, jitter, **bend)
     trans = torch.stack([2 * torch.rand(size, generator=gen) - 1, 0.4 * torch.rand(size, generator=gen) - 0.2,
                          2 * torch.rand(size, generator=gen) - 1], -1)
     world, pos = fk(rot, rest, trans)
@@ -128,15 +129,17 @@ def main(argv=None):
     model = SmplIkTorch()
     before = initialise(model, args.init) if args.init else None
 
+    bend = bend_options(args)
+
     def batch_loss(gen):
-        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter)
+        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter, **bend)
         return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share),
                       args.joint_weight)
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
     extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
              "six_point_share": args.six_share, "part_swap": args.swap, "jitter": args.jitter,
-             "joint_weight": args.joint_weight}
+             "joint_weight": args.joint_weight, **bend_settings(args)}
     finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
 
 if __name__ == "__main__":

@@ -103,8 +103,10 @@ def test_smoke_training_reduces_loss(tmp_path, rng):
 
 
 def test_continued_training_starts_from_the_weights_and_keeps_the_history(tmp_path, rng):
-    first, out = smoke_train("train_ikgat.py", tmp_path, rng)
+    first, out = smoke_train("train_ikgat.py", tmp_path, rng, ("--bend", "0.3", "--bend-joints", "neck,spine1"))
     again, _ = smoke_train("train_ikgat.py", tmp_path, rng, ("--init", str(out), "--lr", "3e-4"), name="again")
+    assert first["bend"] == 0.3 and first["bend_joints"] == ["neck", "spine1"] and again["bend"] == 0.0
+    assert again["continued_from"]["bend_joints"] == ["neck", "spine1"]   # the earlier run's augmentation is kept
     assert again["continued_from"]["steps"] == first["steps"]
     assert again["continued_from"]["validation"] == first["validation"]
     assert again["schedule"]["lr"] == 3e-4 and first["schedule"]["lr"] != 3e-4

@@ -262,6 +262,46 @@ def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
     assert np.allclose(moved[~rested & ~turned], 0.0, atol=1e-2)
 
 
+def test_bend_turns_one_child_bones_and_keeps_their_twist():
+    from models.rotations import geodesic_angle, shortest_arc, unit
+    from models.training_torch import BONE_CHILDREN, BONE_JOINTS, PoseData, TorchBody, sample_batch
+
+    poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(50, 24, 3))).float()
+    data = PoseData(poses, np.zeros(50, int), ["a"], "")
+    body = TorchBody()
+    plain, rest = sample_batch(data, body, 500, torch.Generator().manual_seed(0))
+    rot, rest2 = sample_batch(data, body, 500, torch.Generator().manual_seed(0), bend=0.3)
+    assert torch.equal(rest, rest2)
+    others = [j for j in range(24) if j not in BONE_JOINTS]
+    assert torch.equal(rot[:, others], plain[:, others])         # pelvis, spine3 and the leaves untouched
+    plain, rot, rest = plain.double().numpy(), rot.double().numpy(), rest.double().numpy()
+    joints, kids = list(BONE_JOINTS), list(BONE_CHILDREN)
+    b = unit(rest[:, kids] - rest[:, joints])
+    d0, d1 = (plain[:, joints] @ b[..., None])[..., 0], (rot[:, joints] @ b[..., None])[..., 0]
+    turn = np.degrees(np.arccos(np.clip((d0 * d1).sum(-1), -1, 1)))
+    bent = turn > 0.5
+    assert 0.25 < bent.mean() < 0.35 and turn.max() <= 40.01     # about 30% of the bones, by at most 40 degrees
+    twist0 = np.swapaxes(shortest_arc(b, d0), -1, -2) @ plain[:, joints]
+    twist1 = np.swapaxes(shortest_arc(b, d1), -1, -2) @ rot[:, joints]
+    assert np.degrees(geodesic_angle(twist0, twist1)).max() < 0.1   # the twist about the rest bone is kept
+
+
+def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
+    import argparse
+
+    from models.training_torch import PoseData, TorchBody, bend_joint_list, sample_batch
+
+    assert bend_joint_list("neck, spine1") == (12, 3)
+    for bad, says in (("nose", "not an SMPL joint"), ("head", "exactly one child"), ("pelvis", "exactly one child")):
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            bend_joint_list(bad)
+    poses = torch.from_numpy(np.random.default_rng(1).normal(scale=0.3, size=(20, 24, 3))).float()
+    data = PoseData(poses, np.zeros(20, int), ["a"], "")
+    plain, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0))
+    rot, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0), bend=0.5, bend_joints=(12,))
+    changed = (rot - plain).abs().amax((-1, -2)) > 1e-6
+    assert changed[:, 12].float().mean() > 0.3 and not changed[:, [j for j in range(24) if j != 12]].any()
+
 
 def test_joint_weight_scales_only_the_joint_position_term(random_model):
     import sys
