@@ -4,6 +4,7 @@ Training data is the file `scripts/build_dataset.py` writes from retargeted moti
 Every batch draws poses, gives them a random body shape (betas ~ N(0, 1)), mirrors half of
 them left-right and turns them to a random heading.
 """
+import argparse
 import hashlib
 import json
 import platform
@@ -18,7 +19,7 @@ from .body_model import NUM_BETAS, load_body_model
 from .errors import SmplIkError
 from .kinematics import depth_levels
 from .rotations_torch import axis_angle_to_matrix, shortest_arc, unit
-from .skeleton import MIRROR, NUM_JOINTS, PARENTS
+from .skeleton import JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS
 
 # Whole clips kept out of training (one or more per kind of motion in cmu_train).
 VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
@@ -98,9 +99,9 @@ BONE_CHILDREN = tuple(list(PARENTS).index(j) for j in BONE_JOINTS)
 
 def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
     """Turn the bone of each of `joints` (one-child joints), with the given chance, by up to
-    max_degrees while keeping its twist: the joint's local rotation R = swing(b -> R b) twist(b) about its
-    rest bone b becomes swing(b -> S R b) twist(b), with S a random turn about an axis across
-    the bone. Other rigs bend their necks and spines beyond the capture (m21's neck about 40
+    max_degrees while keeping its twist: the joint's local rotation R = swing(b -> R b)
+    twist(b) about its rest bone b becomes swing(b -> S R b) twist(b), with S a random turn
+    about an axis across the bone. Other rigs bend their necks and spines beyond the capture (m21's neck about 40
     degrees further than CMU's) without twisting them; this shows the networks such bends."""
     kids = [BONE_CHILDREN[BONE_JOINTS.index(j)] for j in joints]
     joints, size = list(joints), len(rot)
@@ -178,17 +179,15 @@ def write_record(path, record):
 
 def training_arguments(parser, presets, default_data, default_out):
     """The command-line options both trainers share."""
-    from pathlib import Path as _Path
-
     parser.add_argument("--preset", choices=presets, default="full")
-    parser.add_argument("--data", type=_Path, default=default_data,
+    parser.add_argument("--data", type=Path, default=default_data,
                         help="training poses from scripts/build_dataset.py")
-    parser.add_argument("--out", type=_Path, default=default_out, help="weights file to write")
+    parser.add_argument("--out", type=Path, default=default_out, help="weights file to write")
     parser.add_argument("--minutes", type=float, help="training time budget (overrides the preset)")
     parser.add_argument("--lr", type=float, help="peak learning rate (overrides the preset)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--init", type=_Path, help="continue from these weights (same architecture)")
+    parser.add_argument("--init", type=Path, help="continue from these weights (same architecture)")
     parser.add_argument("--bend", type=float, default=0.0,
                         help="chance that a joint's bone turns further, its twist kept (default 0: off)")
     parser.add_argument("--bend-joints", type=bend_joint_list, default=BONE_JOINTS, metavar="NAMES",
@@ -199,10 +198,6 @@ def training_arguments(parser, presets, default_data, default_out):
 
 def bend_joint_list(text):
     """'neck,spine1' -> joint indices, each a joint with exactly one child (argparse type)."""
-    import argparse
-
-    from .skeleton import JOINT_INDEX
-
     out = []
     for name in filter(None, (n.strip() for n in text.split(","))):
         if name not in JOINT_INDEX:
@@ -222,8 +217,6 @@ def bend_options(args):
 
 def bend_settings(args):
     """The --bend options as a JSON-ready dict for the training record."""
-    from .skeleton import JOINT_NAMES
-
     return {"bend": args.bend, "bend_joints": [JOINT_NAMES[j] for j in args.bend_joints],
             "bend_degrees": args.bend_degrees}
 
