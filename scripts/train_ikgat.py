@@ -7,9 +7,10 @@
 models/training_torch.py are held out for validation. Presets: `smoke` (CI, under a minute),
 `full` (a time budget on 2 CPU cores, see --minutes; the shipped weights started there and
 were continued with --init, as their JSON record says). Each training pose gets a random body
-shape, mirroring and heading; limbs and trunk are swapped between frames (--swap), single joints set to rest or turned further (--jitter), and bones turned further
-with their twist kept (--bend, --bend-joints, --bend-degrees), so the network also meets
-rigs and poses unlike the capture.
+shape, mirroring and heading; limbs and trunk are swapped between frames (--swap), single
+joints set to rest or turned further (--jitter), and bones turned further with their twist
+kept (--bend, --bend-joints, --bend-degrees), so the network also meets rigs and poses unlike
+the capture.
 """
 import argparse
 import subprocess
