@@ -17,6 +17,7 @@ import torch
 
 from .body_model import NUM_BETAS, load_body_model
 from .errors import SmplIkError
+from .ikgat import CHILDREN, SINGLE
 from .kinematics import depth_levels
 from .rotations_torch import axis_angle_to_matrix, shortest_arc, unit
 from .skeleton import JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS
@@ -92,9 +93,9 @@ def fk(local_rot, rest, trans=None):
 PARTS = ((1, 4, 7, 10), (2, 5, 8, 11), (3, 6, 9, 12, 15), (13, 16, 18, 20, 22), (14, 17, 19, 21, 23))
 
 
-# Joints with one child: their bone shows where they point, their twist about it does not.
-BONE_JOINTS = tuple(j for j in range(NUM_JOINTS) if list(PARENTS).count(j) == 1)
-BONE_CHILDREN = tuple(list(PARENTS).index(j) for j in BONE_JOINTS)
+# Joints with one child (IK-GAT's SINGLE): their bone shows where they point, their twist about it does not.
+BONE_JOINTS = SINGLE
+BONE_CHILDREN = tuple(CHILDREN[j][0] for j in SINGLE)
 
 
 def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
