@@ -102,9 +102,10 @@ def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
     """Turn the bone of each of `joints` (one-child joints), with the given chance, by up to
     max_degrees while keeping its twist: the joint's local rotation R = swing(b -> R b)
     twist(b) about its rest bone b becomes swing(b -> S R b) twist(b), with S a random turn
-    about an axis across the bone. Other rigs bend their necks and spines beyond the capture (m21's neck about 40
-    degrees further than CMU's) without twisting them; this shows the networks such bends."""
-    kids = [BONE_CHILDREN[BONE_JOINTS.index(j)] for j in joints]
+    about an axis across the bone. Other rigs bend their necks and spines beyond the capture
+    (m21's neck about 40 degrees further than CMU's) without twisting them; this shows the
+    networks such bends."""
+    kids = [CHILDREN[j][0] for j in joints]
     joints, size = list(joints), len(rot)
     b = unit(rest[:, kids] - rest[:, joints])        # rest frames are the world's: b is in the parent's frame too
     r = rot[:, joints]
@@ -217,9 +218,8 @@ def bend_options(args):
 
 
 def bend_settings(args):
-    """The --bend options as a JSON-ready dict for the training record."""
-    return {"bend": args.bend, "bend_joints": [JOINT_NAMES[j] for j in args.bend_joints],
-            "bend_degrees": args.bend_degrees}
+    """The --bend options as a JSON-ready dict for the training record (joints by name)."""
+    return dict(bend_options(args), bend_joints=[JOINT_NAMES[j] for j in args.bend_joints])
 
 
 def initialise(model, path):
