@@ -95,7 +95,6 @@ PARTS = ((1, 4, 7, 10), (2, 5, 8, 11), (3, 6, 9, 12, 15), (13, 16, 18, 20, 22), 
 
 # Joints with one child (IK-GAT's SINGLE): their bone shows where they point, their twist about it does not.
 BONE_JOINTS = SINGLE
-BONE_CHILDREN = tuple(CHILDREN[j][0] for j in SINGLE)
 
 
 def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
