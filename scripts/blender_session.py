@@ -32,14 +32,6 @@ def start():
     return bpy
 
 
-def stop():
-    """Disable the extension (unregisters every class and property)."""
-    import bpy  # noqa: F401  (sets up the script paths addon_utils lives in)
-    import addon_utils
-
-    addon_utils.disable(MODULE, default_set=True)
-
-
 def extension_tool():
     """Path of Blender's own extension validator/builder (blender_ext.py) inside bpy."""
     import bpy
