@@ -93,11 +93,7 @@ def fk(local_rot, rest, trans=None):
 PARTS = ((1, 4, 7, 10), (2, 5, 8, 11), (3, 6, 9, 12, 15), (13, 16, 18, 20, 22), (14, 17, 19, 21, 23))
 
 
-# Joints with one child (IK-GAT's SINGLE): their bone shows where they point, their twist about it does not.
-BONE_JOINTS = SINGLE
-
-
-def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
+def bend_bones(rot, rest, chance, gen, joints=SINGLE, max_degrees=40.0):
     """Turn the bone of each of `joints` (one-child joints), with the given chance, by up to
     max_degrees while keeping its twist: the joint's local rotation R = swing(b -> R b)
     twist(b) about its rest bone b becomes swing(b -> S R b) twist(b), with S a random turn
@@ -120,7 +116,7 @@ def bend_bones(rot, rest, chance, gen, joints=BONE_JOINTS, max_degrees=40.0):
     return rot
 
 
-def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0, bend=0.0, bend_joints=BONE_JOINTS, bend_degrees=40.0):
+def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0, bend=0.0, bend_joints=SINGLE, bend_degrees=40.0):
     """Random poses on random bodies: local rotations (B, 24, 3, 3), rest joints (B, 24, 3).
 
     swap: the chance that each limb or the trunk (PARTS) takes its local rotations from
@@ -191,7 +187,7 @@ def training_arguments(parser, presets, default_data, default_out):
     parser.add_argument("--init", type=Path, help="continue from these weights (same architecture)")
     parser.add_argument("--bend", type=float, default=0.0,
                         help="chance that a joint's bone turns further, its twist kept (default 0: off)")
-    parser.add_argument("--bend-joints", type=bend_joint_list, default=BONE_JOINTS, metavar="NAMES",
+    parser.add_argument("--bend-joints", type=bend_joint_list, default=SINGLE, metavar="NAMES",
                         help="comma-separated joints that --bend turns (one child each; default all such joints)")
     parser.add_argument("--bend-degrees", type=float, default=40.0, help="largest --bend turn (default 40)")
     return parser
@@ -203,7 +199,7 @@ def bend_joint_list(text):
     for name in filter(None, (n.strip() for n in text.split(","))):
         if name not in JOINT_INDEX:
             raise argparse.ArgumentTypeError(f"{name!r} is not an SMPL joint name")
-        if JOINT_INDEX[name] not in BONE_JOINTS:
+        if JOINT_INDEX[name] not in SINGLE:
             raise argparse.ArgumentTypeError(f"{name} does not have exactly one child joint, so it has no bone to bend")
         out.append(JOINT_INDEX[name])
     if not out:

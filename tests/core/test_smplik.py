@@ -264,8 +264,8 @@ def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
 
 def test_bend_turns_one_child_bones_and_keeps_their_twist():
     from models.rotations import geodesic_angle, shortest_arc, unit
-    from models.ikgat import CHILDREN
-    from models.training_torch import BONE_JOINTS, PoseData, TorchBody, sample_batch
+    from models.ikgat import CHILDREN, SINGLE
+    from models.training_torch import PoseData, TorchBody, sample_batch
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(50, 24, 3))).float()
     data = PoseData(poses, np.zeros(50, int), ["a"], "")
@@ -273,10 +273,10 @@ def test_bend_turns_one_child_bones_and_keeps_their_twist():
     plain, rest = sample_batch(data, body, 500, torch.Generator().manual_seed(0))
     rot, rest2 = sample_batch(data, body, 500, torch.Generator().manual_seed(0), bend=0.3)
     assert torch.equal(rest, rest2)
-    others = [j for j in range(24) if j not in BONE_JOINTS]
+    others = [j for j in range(24) if j not in SINGLE]
     assert torch.equal(rot[:, others], plain[:, others])         # pelvis, spine3 and the leaves untouched
     plain, rot, rest = plain.double().numpy(), rot.double().numpy(), rest.double().numpy()
-    joints, kids = list(BONE_JOINTS), [CHILDREN[j][0] for j in BONE_JOINTS]
+    joints, kids = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
     b = unit(rest[:, kids] - rest[:, joints])
     d0, d1 = (plain[:, joints] @ b[..., None])[..., 0], (rot[:, joints] @ b[..., None])[..., 0]
     turn = np.degrees(np.arccos(np.clip((d0 * d1).sum(-1), -1, 1)))
