@@ -19,9 +19,8 @@ import numpy as np
 from .errors import SmplIkError
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
-from .skeleton import MIRROR, NUM_JOINTS, PARENTS
+from .skeleton import CHILDREN, MIRROR, NUM_JOINTS, PARENTS
 
-CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
 SINGLE = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) == 1)
 MULTI = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) > 1)     # pelvis, spine3
 LEAVES = tuple(j for j in range(NUM_JOINTS) if not CHILDREN[j])         # feet, head, hands

@@ -2,9 +2,10 @@
 import torch
 from torch import nn
 
-from .ikgat import _MIRROR_FEATURES, _MIRROR_SIGN, CHILDREN, MULTI, NUM_FEATURES, PARENTS, SINGLE, hop_distance
+from .ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _PARENTS0, _SINGLE, MULTI,
+                    NUM_FEATURES, hop_distance)
 from .rotations_torch import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
-from .skeleton import MIRROR, NUM_JOINTS
+from .skeleton import CHILDREN, MIRROR, NUM_JOINTS
 
 
 def twist_matrix(axis, cos_sin):
@@ -17,12 +18,6 @@ def twist_matrix(axis, cos_sin):
 def root_rotation(positions, rest):
     kids = list(CHILDREN[0])
     return kabsch(rest[..., kids, :] - rest[..., :1, :], positions[..., kids, :] - positions[..., :1, :])
-
-
-_SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
-_LEAVES = [j for j in range(NUM_JOINTS) if not CHILDREN[j]]
-_LEAF_PARENTS = [PARENTS[j] for j in _LEAVES]
-_PARENTS0 = [max(p, 0) for p in PARENTS]
 
 
 def assemble(positions, rest, twist, leaf):
@@ -47,8 +42,7 @@ def assemble(positions, rest, twist, leaf):
 def features(positions, rest):
     r0 = root_rotation(positions, rest)
     canon = torch.einsum("...ab,...ja->...jb", r0, positions - positions[..., :1, :])
-    parents = [max(p, 0) for p in PARENTS]
-    return torch.cat([canon, canon - canon[..., parents, :], rest - rest[..., parents, :],
+    return torch.cat([canon, canon - canon[..., _PARENTS0, :], rest - rest[..., _PARENTS0, :],
                       rest - rest[..., :1, :]], dim=-1)
 
 

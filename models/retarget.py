@@ -21,9 +21,8 @@ from .errors import SmplIkError
 from .kinematics import forward_kinematics
 from .mapping import JointMapping, build_mapping
 from .rotations import kabsch, matrix_to_axis_angle, shortest_arc, unit
-from .skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
+from .skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 
-CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
 # Where a leaf joint points in SMPL's T-pose (used to align a source leaf's own direction).
 LEAF_DIRECTION = {"head": (0, 1, 0), "left_foot": (0, 0, 1), "right_foot": (0, 0, 1),
                   "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}

@@ -27,6 +27,9 @@ KIND_LABEL = {"smpl": "SMPL", "smplh": "SMPL-H", "smplx": "SMPL-X"}
 # MIRROR[j]: the joint on the other side of the body (itself on the midline).
 MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("left_") else
                                  n.replace("right_", "left_")) for n in JOINT_NAMES)
+# CHILDREN[j]: the joints whose parent is j.
+CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
+
 
 def joint_index(name):
     """Index of an SMPL joint by name; raises SmplIkError listing valid names otherwise."""

@@ -17,10 +17,10 @@ import torch
 
 from .body_model import NUM_BETAS, load_body_model
 from .errors import SmplIkError
-from .ikgat import CHILDREN, SINGLE
+from .ikgat import SINGLE
 from .kinematics import depth_levels
 from .rotations_torch import axis_angle_to_matrix, shortest_arc, unit
-from .skeleton import JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS
+from .skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS
 
 # Whole clips kept out of training (one or more per kind of motion in cmu_train).
 VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",

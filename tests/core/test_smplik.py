@@ -264,7 +264,8 @@ def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
 
 def test_bend_turns_one_child_bones_and_keeps_their_twist():
     from models.rotations import geodesic_angle, shortest_arc, unit
-    from models.ikgat import CHILDREN, SINGLE
+    from models.ikgat import SINGLE
+    from models.skeleton import CHILDREN
     from models.training_torch import PoseData, TorchBody, sample_batch
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(50, 24, 3))).float()
