@@ -10,9 +10,9 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..models.body_model import NUM_BETAS, load_body_model
-from ..models.errors import SmplIkError
-from ..models.skeleton import JOINT_NAMES, PARENTS
+from ..models.body.model import NUM_BETAS, load_body_model
+from ..models.core.errors import SmplIkError
+from ..models.core.skeleton import JOINT_NAMES, PARENTS
 from . import bridge
 
 SHAPE_KEY_PREFIX = "beta_"

@@ -6,8 +6,8 @@ foreach_get / foreach_set. Nothing else in the add-on converts.
 """
 import numpy as np
 
-from ..models.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
-from ..models.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..models.core.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from ..models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 
 # Blender from SMPL: +90 degrees about X (SMPL's up Y becomes Z, its front +Z becomes -Y).
 BLENDER_FROM_SMPL = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])

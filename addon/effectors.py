@@ -9,9 +9,9 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
 from mathutils import Matrix
 
-from ..models.kinematics import forward_kinematics
-from ..models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
-from ..models.smplik import Effector
+from ..models.core.kinematics import forward_kinematics
+from ..models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from ..models.ik.smplik import Effector
 from . import bridge
 from .body_object import is_body
 

@@ -4,9 +4,9 @@ from pathlib import Path
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
-from ..models.body_model import NUM_BETAS, load_body_model
-from ..models.errors import SmplIkError
-from ..models.skeleton import JOINT_NAMES
+from ..models.body.model import NUM_BETAS, load_body_model
+from ..models.core.errors import SmplIkError
+from ..models.core.skeleton import JOINT_NAMES
 from . import photo, rig, solving
 from .body_object import body_of, create_body, is_body
 from .effectors import DEFAULT_JOINTS, KINDS, create_effector, effectors_of, is_effector

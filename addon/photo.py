@@ -12,8 +12,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..models.errors import SmplIkError
-from ..models.skeleton import JOINT_INDEX
+from ..models.core.errors import SmplIkError
+from ..models.core.skeleton import JOINT_INDEX
 from . import bridge
 from .effectors import create_effector, effectors_of, pin, rest_joints
 
@@ -85,7 +85,7 @@ def pose_from_image(context, arm, filepath, person=0, min_visibility=0.5, refere
 
     Raises SmplIkError before changing anything when the photo cannot be read, nobody is
     found or too little of the person is visible."""
-    from ..models.photo import detect_people, pose_from_detection
+    from ..models.photo.pose import detect_people, pose_from_detection
 
     if not detector_available():
         raise SmplIkError(MISSING)

@@ -2,8 +2,8 @@
 import bpy
 from bpy.props import BoolProperty, FloatVectorProperty, PointerProperty, StringProperty
 
-from ..models.body_model import NUM_BETAS
-from ..models.errors import SmplIkError
+from ..models.body.model import NUM_BETAS
+from ..models.core.errors import SmplIkError
 from .body_object import SHAPE_KEY_RANGE, apply_shape
 
 _updating = False  # apply_shape writes betas back on refusal; that must not recurse

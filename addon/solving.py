@@ -9,10 +9,10 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from ..models.errors import SmplIkError
-from ..models.skeleton import JOINT_NAMES, MIRROR
-from ..models.smplik import load_smplik
-from ..models.temporal import smooth_poses
+from ..models.core.errors import SmplIkError
+from ..models.core.skeleton import JOINT_NAMES, MIRROR
+from ..models.ik.smplik import load_smplik
+from ..models.motion.temporal import smooth_poses
 from . import bridge
 from .body_object import is_body
 from .effectors import core_effectors, effectors_of, is_effector, pin, rest_joints

@@ -39,18 +39,19 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.body_model import load_body_model  # noqa: E402
-from models.bvh import read_bvh  # noqa: E402
-from models.errors import SmplIkError  # noqa: E402
-from models.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat, analytic_rotations  # noqa: E402
-from models.kinematics import forward_kinematics  # noqa: E402
-from models.retarget import retarget  # noqa: E402
-from models.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
-from models.refine import refine_pose  # noqa: E402
-from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
-from models.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, Effector, SmplIk, encode_effectors  # noqa: E402
-from models.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
-from models.nn import WEIGHTS_DIR  # noqa: E402
+from models.body.model import load_body_model  # noqa: E402
+from models.motion.bvh import read_bvh  # noqa: E402
+from models.core.errors import SmplIkError  # noqa: E402
+from models.core.kinematics import analytic_rotations  # noqa: E402
+from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat  # noqa: E402
+from models.core.kinematics import forward_kinematics  # noqa: E402
+from models.motion.retarget import retarget  # noqa: E402
+from models.core.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
+from models.ik.refine import refine_pose  # noqa: E402
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
+from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, Effector, SmplIk, encode_effectors  # noqa: E402
+from models.ik.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
+from models.ik.nn import WEIGHTS_DIR  # noqa: E402
 
 SIX_POINTS = SIX_POINT_JOINTS
 
@@ -145,7 +146,7 @@ def smplik_batch(net, sets, rest):
 
 
 def refined(local, trans, rest, sets, pos, gt_rot, network):
-    """Score the network's poses made exact by models.refine; timing is the network's plus
+    """Score the network's poses made exact by models.ik.refine; timing is the network's plus
     the refinement's mean per pose."""
     t = time.perf_counter()
     out = [refine_pose(local[i], trans[i], rest[i], sets[i]) for i in range(len(sets))]

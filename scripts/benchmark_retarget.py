@@ -23,10 +23,10 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.batch import RetargetJob, run_job  # noqa: E402
-from models.body_model import load_body_model  # noqa: E402
-from models.bvh import read_bvh  # noqa: E402
-from models.retarget import invert_shape, retarget  # noqa: E402
+from models.motion.batch import RetargetJob, run_job  # noqa: E402
+from models.body.model import load_body_model  # noqa: E402
+from models.motion.bvh import read_bvh  # noqa: E402
+from models.motion.retarget import invert_shape, retarget  # noqa: E402
 
 DEFAULT = [ROOT.parent / "shared" / "data" / "mocap" / "cmu_train", ROOT.parent / "shared" / "data" / "mocap" / "m21"]
 

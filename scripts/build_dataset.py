@@ -19,8 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.batch import RetargetJob, body_name, dataset_clip, save_npz_atomically  # noqa: E402
-from models.errors import SmplIkError  # noqa: E402
+from models.motion.batch import RetargetJob, body_name, dataset_clip, save_npz_atomically  # noqa: E402
+from models.core.errors import SmplIkError  # noqa: E402
 
 
 def _clip(args):

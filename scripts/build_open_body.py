@@ -22,9 +22,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from models.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
-from models.body_model import LANDMARK_NAMES, OPEN_BODY_PATH  # noqa: E402
-from models.rotations import shortest_arc  # noqa: E402
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
+from models.body.model import LANDMARK_NAMES, OPEN_BODY_PATH  # noqa: E402
+from models.core.rotations import shortest_arc  # noqa: E402
 
 # anny is Z up and faces -Y; SMPL is Y up and faces +Z: a -90 degree turn about X.
 SMPL_FROM_ANNY = np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]])

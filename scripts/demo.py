@@ -36,8 +36,8 @@ def relaxed_pose():
     """SMPL local rotations (24, 3, 3): arms lowered, elbows and knees a little bent."""
     import numpy as np
 
-    from models.rotations import axis_angle_to_matrix
-    from models.skeleton import JOINT_INDEX
+    from models.core.rotations import axis_angle_to_matrix
+    from models.core.skeleton import JOINT_INDEX
 
     aa = np.zeros((24, 3))
     for side, sign in (("left", 1.0), ("right", -1.0)):

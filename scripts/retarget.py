@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.batch import JobResult, RetargetJob, run_job  # noqa: E402
+from models.motion.batch import JobResult, RetargetJob, run_job  # noqa: E402
 
 
 def expand_inputs(inputs):

@@ -23,11 +23,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
-from models.ikgat_torch import IkGatTorch  # noqa: E402
-from models.nn import prepare  # noqa: E402
-from models.rotations import geodesic_angle  # noqa: E402
-from models.training_torch import (TorchBody, bend_options, bend_settings, finish, fk, geodesic,  # noqa: E402
+from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
+from models.training.ikgat import IkGatTorch  # noqa: E402
+from models.ik.nn import prepare  # noqa: E402
+from models.core.rotations import geodesic_angle  # noqa: E402
+from models.training.loop import (TorchBody, bend_options, bend_settings, finish, fk, geodesic,  # noqa: E402
                                    initialise, load_pose_data, run_config, sample_batch, train, training_arguments)
 
 PRESETS = {

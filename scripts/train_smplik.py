@@ -22,13 +22,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.nn import prepare  # noqa: E402
-from models.rotations import geodesic_angle  # noqa: E402
-from models.rotations_torch import matrix_to_rot6d, unit  # noqa: E402
-from models.skeleton import NUM_JOINTS  # noqa: E402
-from models.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SIX_POINT_JOINTS, SmplIk  # noqa: E402
-from models.smplik_torch import SmplIkTorch  # noqa: E402
-from models.training_torch import (TorchBody, bend_options, bend_settings, finish, fk, geodesic, initialise,  # noqa: E402
+from models.ik.nn import prepare  # noqa: E402
+from models.core.rotations import geodesic_angle  # noqa: E402
+from models.training.rotations import matrix_to_rot6d, unit  # noqa: E402
+from models.core.skeleton import NUM_JOINTS  # noqa: E402
+from models.ik.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SIX_POINT_JOINTS, SmplIk  # noqa: E402
+from models.training.smplik import SmplIkTorch  # noqa: E402
+from models.training.loop import (TorchBody, bend_options, bend_settings, finish, fk, geodesic, initialise,  # noqa: E402
                                    load_pose_data, run_config, sample_batch, train, training_arguments)
 from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
 

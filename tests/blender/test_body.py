@@ -7,9 +7,9 @@ import bpy
 import numpy as np
 import pytest
 
-from models.body_model import load_body_model
-from models.rotations import axis_angle_to_matrix
-from models.skeleton import JOINT_NAMES, PARENTS
+from models.body.model import load_body_model
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_NAMES, PARENTS
 
 import blender_session
 from conftest import ROOT

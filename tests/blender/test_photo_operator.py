@@ -5,7 +5,7 @@ import bpy
 import numpy as np
 import pytest
 
-from models.skeleton import JOINT_INDEX
+from models.core.skeleton import JOINT_INDEX
 
 import blender_session
 from conftest import ROOT
@@ -29,7 +29,7 @@ def scene_state():
 
 @needs_images
 def test_photo_pose_points_limbs_the_way_the_detector_does():
-    from models.photo import detect_people, smpl_targets
+    from models.photo.pose import detect_people, smpl_targets
 
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from mathutils import Vector
 
-from models.kinematics import forward_kinematics
-from models.skeleton import JOINT_NAMES, PARENTS
-from models.smplik import load_smplik
+from models.core.kinematics import forward_kinematics
+from models.core.skeleton import JOINT_NAMES, PARENTS
+from models.ik.smplik import load_smplik
 
 import blender_session
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from mathutils import Matrix, Vector
 
-from models.body_model import load_body_model
-from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from models.body.model import load_body_model
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 from conftest import ROOT
 

@@ -9,7 +9,7 @@ sys.path.insert(0, str(ROOT))
 
 @pytest.fixture(scope="session")
 def open_body():
-    from models.body_model import load_body_model
+    from models.body.model import load_body_model
 
     return load_body_model()
 
@@ -29,11 +29,11 @@ def held_out_poses(open_body):
     """Real poses from two clips the networks never saw: (local rotations, rest, world, positions)."""
     import numpy as np
 
-    from models.bvh import read_bvh
-    from models.kinematics import forward_kinematics
-    from models.retarget import retarget
-    from models.rotations import axis_angle_to_matrix
-    from models.skeleton import PARENTS
+    from models.motion.bvh import read_bvh
+    from models.core.kinematics import forward_kinematics
+    from models.motion.retarget import retarget
+    from models.core.rotations import axis_angle_to_matrix
+    from models.core.skeleton import PARENTS
 
     clips = [SHARED_MOCAP / "cmu_train" / n for n in ("cmu_walking_20.bvh", "cmu_jumping_5.bvh")]
     if not all(c.exists() for c in clips):

@@ -6,8 +6,8 @@ import sys
 import pytest
 from conftest import ROOT, SHARED_MOCAP
 
-from models.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS
-from models.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS
+from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS
+from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS
 
 pytest.importorskip("scipy")
 

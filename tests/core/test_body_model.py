@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from models.body_model import BodyModel, OPEN_BODY_PATH, load_body_model
-from models.errors import SmplIkError
-from models.skeleton import PARENTS
+from models.body.model import BodyModel, OPEN_BODY_PATH, load_body_model
+from models.core.errors import SmplIkError
+from models.core.skeleton import PARENTS
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from models.bvh import END_SITE_SUFFIX, Skeleton, read_bvh, write_bvh
-from models.errors import SmplIkError
+from models.motion.bvh import END_SITE_SUFFIX, Skeleton, read_bvh, write_bvh
+from models.core.errors import SmplIkError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "mocap"
 

@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 from conftest import smoke_train
 
-from models.errors import SmplIkError
-from models.ikgat import DEFAULT_WEIGHTS, IkGat, analytic_rotations
-from models.kinematics import forward_kinematics
-from models.nn import prepare, save_weights
-from models.rotations import axis_angle_to_matrix, geodesic_angle
-from models.skeleton import PARENTS
+from models.core.errors import SmplIkError
+from models.core.kinematics import analytic_rotations
+from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat
+from models.core.kinematics import forward_kinematics
+from models.ik.nn import prepare, save_weights
+from models.core.rotations import axis_angle_to_matrix, geodesic_angle
+from models.core.skeleton import PARENTS
 
 torch = pytest.importorskip("torch")
 
@@ -23,7 +24,7 @@ def poses(open_body, rng, n=16, scale=0.4):
 
 @pytest.fixture
 def random_model():
-    from models.ikgat_torch import IkGatTorch
+    from models.training.ikgat import IkGatTorch
 
     torch.manual_seed(0)
     model = IkGatTorch().double()
@@ -44,7 +45,7 @@ def test_numpy_matches_torch(random_model, open_body, rng, symmetric):
 
 
 def test_mirrored_positions_give_the_mirrored_rotations(random_model, open_body, rng):
-    from models.skeleton import MIRROR
+    from models.core.skeleton import MIRROR
 
     _, rest, pos = poses(open_body, rng)
     m = np.diag([-1.0, 1.0, 1.0])

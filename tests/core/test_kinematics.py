@@ -1,9 +1,9 @@
 """Forward kinematics and skinning against a plain 4x4-matrix implementation."""
 import numpy as np
 
-from models.kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
-from models.rotations import axis_angle_to_matrix
-from models.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS, joint_index
+from models.core.kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS, joint_index
 
 
 def reference_fk(local_rot, rest, parents, trans):
@@ -56,7 +56,7 @@ def test_joint_names():
     assert JOINT_NAMES[0] == "pelvis" and JOINT_NAMES[-1] == "right_hand"
     assert joint_index("left_wrist") == 20
     import pytest
-    from models.errors import SmplIkError
+    from models.core.errors import SmplIkError
 
     with pytest.raises(SmplIkError, match="unknown SMPL joint 'left_wirst'"):
         joint_index("left_wirst")

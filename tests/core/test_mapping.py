@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from models.errors import SmplIkError
-from models.mapping import build_mapping, load_overrides
-from models.skeleton import JOINT_INDEX
+from models.core.errors import SmplIkError
+from models.motion.mapping import build_mapping, load_overrides
+from models.core.skeleton import JOINT_INDEX
 
 CMU = ["root", "lhipjoint", "lfemur", "ltibia", "lfoot", "ltoes", "rhipjoint", "rfemur", "rtibia",
        "rfoot", "rtoes", "lowerback", "upperback", "thorax", "lowerneck", "upperneck", "head",

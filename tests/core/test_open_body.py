@@ -4,8 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from models.body_model import LANDMARK_NAMES, OPEN_BODY_PATH, smplx_arguments
-from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from models.body.model import LANDMARK_NAMES, OPEN_BODY_PATH, smplx_arguments
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 J = JOINT_INDEX
 

@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import photo
-from models.errors import SmplIkError
-from models.kinematics import forward_kinematics
-from models.rotations import axis_angle_to_matrix
-from models.skeleton import JOINT_INDEX, NUM_JOINTS, PARENTS
+from models.photo import pose as photo
+from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_INDEX, NUM_JOINTS, PARENTS
 
 IMAGES = Path(__file__).resolve().parents[3] / "shared" / "data" / "images"
 J = JOINT_INDEX

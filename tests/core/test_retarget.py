@@ -4,11 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.bvh import Skeleton, read_bvh, write_bvh
-from models.kinematics import forward_kinematics
-from models.retarget import invert_shape, retarget, smpl_bvh_skeleton, write_smpl_bvh
-from models.rotations import axis_angle_to_matrix, geodesic_angle
-from models.skeleton import JOINT_NAMES, PARENTS
+from models.motion.bvh import Skeleton, read_bvh, write_bvh
+from models.core.kinematics import forward_kinematics
+from models.motion.retarget import invert_shape, retarget, smpl_bvh_skeleton, write_smpl_bvh
+from models.core.rotations import axis_angle_to_matrix, geodesic_angle
+from models.core.skeleton import JOINT_NAMES, PARENTS
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "mocap"
 MIXAMO = {"pelvis": "Hips", "spine1": "Spine", "spine2": "Spine1", "spine3": "Spine2", "neck": "Neck",

@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.body_model import load_body_model
-from models.bvh import read_bvh
-from models.kinematics import forward_kinematics
-from models.retarget import write_smpl_bvh
-from models.rotations import axis_angle_to_matrix
-from models.skeleton import JOINT_NAMES, PARENTS
+from models.body.model import load_body_model
+from models.motion.bvh import read_bvh
+from models.core.kinematics import forward_kinematics
+from models.motion.retarget import write_smpl_bvh
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_NAMES, PARENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"poses", "trans", "betas", "mocap_framerate", "gender", "body_model"}

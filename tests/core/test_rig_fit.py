@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from models.errors import SmplIkError
-from models.kinematics import forward_kinematics
-from models.rig_fit import fit_rig
-from models.rotations import axis_angle_to_matrix
-from models.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
+from models.motion.rig_fit import fit_rig
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 # an SMPL-named rig that lacks the hands and the upper spine (like many game skeletons)
 DROP = ("left_hand", "right_hand", "spine3")

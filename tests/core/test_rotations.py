@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from models import rotations as R
+from models.core import rotations as R
 
 
 def random_axis_angle(rng, n, dtype):
@@ -71,7 +71,7 @@ def test_skew_and_shortest_arc(rng):
 
 def test_torch_twins_agree(rng):
     torch = pytest.importorskip("torch")
-    from models import rotations_torch as RT
+    from models.training import rotations as RT
 
     aa = random_axis_angle(rng, 300, np.float64)
     m = R.axis_angle_to_matrix(aa)

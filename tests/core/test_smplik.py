@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from conftest import ROOT, smoke_train
 
-from models.errors import SmplIkError
-from models.kinematics import forward_kinematics
-from models.nn import prepare, save_weights
-from models.refine import _residuals, _Targets, apply_step, effector_errors, refine_pose
-from models.rotations import axis_angle_to_matrix, geodesic_angle
-from models.skeleton import JOINT_INDEX, PARENTS
-from models.smplik import (DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, Effector, SmplIk, encode_effectors,
+from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
+from models.ik.nn import prepare, save_weights
+from models.ik.refine import _residuals, _Targets, apply_step, effector_errors, refine_pose
+from models.core.rotations import axis_angle_to_matrix, geodesic_angle
+from models.core.skeleton import JOINT_INDEX, PARENTS
+from models.ik.smplik import (DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, Effector, SmplIk, encode_effectors,
                            six_point_effectors)
 
 torch = pytest.importorskip("torch")
@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture
 def random_model():
-    from models.smplik_torch import SmplIkTorch
+    from models.training.smplik import SmplIkTorch
 
     torch.manual_seed(0)
     model = SmplIkTorch(width=64, hidden=32, blocks=2).double()
@@ -59,7 +59,7 @@ def test_numpy_matches_torch(random_model, open_body, rng, symmetric):
 
 def mirrored(effectors):
     """The same effectors mirrored left-right (x -> -x): joints swapped, M v, M R M, M axis."""
-    from models.skeleton import JOINT_NAMES, MIRROR
+    from models.core.skeleton import JOINT_NAMES, MIRROR
 
     m = np.diag([-1.0, 1.0, 1.0])
     out = []
@@ -71,7 +71,7 @@ def mirrored(effectors):
 
 
 def test_mirrored_effectors_give_the_mirrored_pose(random_model, open_body, rng):
-    from models.skeleton import MIRROR
+    from models.core.skeleton import MIRROR
 
     _, rest, fk = true_pose(open_body, rng)
     effs = mixed_effectors(fk)
@@ -190,7 +190,7 @@ def test_bad_effectors(effectors, message):
 
 
 def test_weights_from_another_architecture_are_refused(random_model, tmp_path):
-    from models.ikgat import IkGat
+    from models.ik.ikgat import IkGat
 
     save_weights(tmp_path / "s.npz", random_model.numpy_params(), random_model.config)
     SmplIk.load(tmp_path / "s.npz")
@@ -223,7 +223,7 @@ def test_shipped_model_solves_six_points(held_out_poses):
 
 
 def test_part_swaps_mix_whole_limbs_between_frames():
-    from models.training_torch import PARTS, PoseData, TorchBody, sample_batch
+    from models.training.loop import PARTS, PoseData, TorchBody, sample_batch
 
     still, bent = np.zeros((24, 3)), np.tile([0.5, 0.0, 0.0], (24, 1))   # both unchanged by mirroring
     data = PoseData(torch.tensor(np.stack([still, bent]), dtype=torch.float32), np.zeros(2, int), ["a"], "")
@@ -244,8 +244,8 @@ def test_part_swaps_mix_whole_limbs_between_frames():
 
 
 def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
-    from models.rotations import geodesic_angle
-    from models.training_torch import PoseData, TorchBody, sample_batch
+    from models.core.rotations import geodesic_angle
+    from models.training.loop import PoseData, TorchBody, sample_batch
 
     bent = np.tile([0.5, 0.0, 0.0], (24, 1))     # every joint turned 0.5 rad about x (mirroring keeps it)
     data = PoseData(torch.tensor(bent[None], dtype=torch.float32), np.zeros(1, int), ["a"], "")
@@ -263,10 +263,10 @@ def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
 
 
 def test_bend_turns_one_child_bones_and_keeps_their_twist():
-    from models.rotations import geodesic_angle, shortest_arc, unit
-    from models.ikgat import SINGLE
-    from models.skeleton import CHILDREN
-    from models.training_torch import PoseData, TorchBody, sample_batch
+    from models.core.rotations import geodesic_angle, shortest_arc, unit
+    from models.core.skeleton import SINGLE
+    from models.core.skeleton import CHILDREN
+    from models.training.loop import PoseData, TorchBody, sample_batch
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(50, 24, 3))).float()
     data = PoseData(poses, np.zeros(50, int), ["a"], "")
@@ -291,7 +291,7 @@ def test_bend_turns_one_child_bones_and_keeps_their_twist():
 def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
     import argparse
 
-    from models.training_torch import PoseData, TorchBody, bend_joint_list, sample_batch
+    from models.training.loop import PoseData, TorchBody, bend_joint_list, sample_batch
 
     assert bend_joint_list("neck, spine1") == (12, 3)
     for bad, says in (("nose", "not an SMPL joint"), ("head", "exactly one child"), ("pelvis", "exactly one child")):
@@ -308,7 +308,7 @@ def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
 def test_joint_weight_scales_only_the_joint_position_term(random_model):
     import sys
 
-    from models.training_torch import PoseData, TorchBody, fk
+    from models.training.loop import PoseData, TorchBody, fk
 
     sys.path.insert(0, str(ROOT / "scripts"))
     from train_smplik import batch, losses, make_effectors

@@ -1,8 +1,8 @@
 """Temporal smoothing of solved poses."""
 import numpy as np
 
-from models.rotations import axis_angle_to_matrix, geodesic_angle
-from models.temporal import smooth_poses
+from models.core.rotations import axis_angle_to_matrix, geodesic_angle
+from models.motion.temporal import smooth_poses
 
 
 def test_smoothing_removes_jitter_and_keeps_a_steady_motion(rng):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SmplIkError
+from ..core.errors import SmplIkError
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 

@@ -9,21 +9,19 @@ whatever the network says; what it learns is the twists and the leaves. A small
 graph-attention network over the SMPL tree (attention limited to joints a few edges apart)
 predicts them from the joints' positions in the pelvis's frame and the body's rest joints.
 
-`analytic_rotations` is the classical answer to compare with: swing only in each parent's
-frame, zero twist, identity leaves (HybrIK-style).
+The classical answer to compare with is `models.core.kinematics.analytic_rotations`: swing
+only in each parent's frame, zero twist, identity leaves (HybrIK-style).
 """
 from functools import lru_cache
 
 import numpy as np
 
-from .errors import SmplIkError
+from ..core.errors import SmplIkError
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
-from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
-from .skeleton import CHILDREN, MIRROR, NUM_JOINTS, PARENTS
+from ..core.rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
+from ..core.kinematics import world_to_local
+from ..core.skeleton import CHILDREN, LEAVES, MIRROR, MULTI, NUM_JOINTS, PARENT_OR_SELF, PARENTS, SINGLE
 
-SINGLE = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) == 1)
-MULTI = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) > 1)     # pelvis, spine3
-LEAVES = tuple(j for j in range(NUM_JOINTS) if not CHILDREN[j])         # feet, head, hands
 ARCH = "ikgat-v1"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "ikgat.npz"
 NUM_FEATURES = 12
@@ -59,37 +57,9 @@ def twist_matrix(axis, cos_sin):
     return r
 
 
-def root_rotation(positions, rest):
-    kids = list(CHILDREN[0])
-    return kabsch(rest[..., kids, :] - rest[..., :1, :], positions[..., kids, :] - positions[..., :1, :])
-
-
-def analytic_rotations(positions, rest):
-    """Swing-only local rotations (..., 24, 3, 3) from positions and rest joints (..., 24, 3):
-    each bone's shortest arc in its parent's frame, zero twist, identity leaves."""
-    positions, rest = np.asarray(positions, float), np.asarray(rest, float)
-    local = np.zeros(positions.shape[:-2] + (NUM_JOINTS, 3, 3))
-    world = np.zeros_like(local)
-    world[..., 0, :, :] = local[..., 0, :, :] = root_rotation(positions, rest)
-    for j in range(1, NUM_JOINTS):
-        rp = world[..., PARENTS[j], :, :]
-        if j in MULTI:
-            kids = list(CHILDREN[j])
-            r = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :], positions[..., kids, :] - positions[..., j:j + 1, :])
-            local[..., j, :, :] = np.swapaxes(rp, -1, -2) @ r
-        elif j in SINGLE:
-            c = CHILDREN[j][0]
-            b = np.einsum("...ba,...b->...a", rp, positions[..., c, :] - positions[..., j, :])
-            local[..., j, :, :] = shortest_arc(rest[..., c, :] - rest[..., j, :], b)
-        else:
-            local[..., j, :, :] = np.eye(3)
-        world[..., j, :, :] = rp @ local[..., j, :, :]
-    return local
-
-
 _SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
 _LEAVES, _LEAF_PARENTS = list(LEAVES), [PARENTS[j] for j in LEAVES]
-_PARENTS0 = [max(p, 0) for p in PARENTS]
+_PARENTS0 = list(PARENT_OR_SELF)
 
 
 def _multi_rotations(positions, rest):
@@ -117,9 +87,7 @@ def assemble(positions, rest, twist, leaf, multi=None):
                   positions[:, _CHILD] - positions[:, _SINGLE])
     world[:, _SINGLE] = r0 @ (shortest_arc(a, d) @ twist_matrix(a, twist[:, _SINGLE]))
     world[:, _LEAVES] = world[:, _LEAF_PARENTS] @ leaf[:, _LEAVES]
-    local = np.swapaxes(world[:, _PARENTS0], -1, -2) @ world
-    local[:, 0] = world[:, 0]
-    return local
+    return world_to_local(world)
 
 
 def features(positions, rest, multi):

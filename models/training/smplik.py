@@ -2,9 +2,9 @@
 import torch
 from torch import nn
 
-from .rotations_torch import rot6d_to_matrix
-from .skeleton import MIRROR, NUM_JOINTS
-from .smplik import _KIND, _MIRROR_OUT, _OUT_SIGN, _PARENTS0, _SLOT_SIGN, _SLOT_WEIGHTS, _SRC, SLOT
+from .rotations import rot6d_to_matrix
+from ..core.skeleton import MIRROR, NUM_JOINTS, PARENT_OR_SELF
+from ..ik.smplik import _KIND, _MIRROR_OUT, _OUT_SIGN, _SLOT_SIGN, _SLOT_WEIGHTS, _SRC, SLOT
 
 
 class Block(nn.Module):
@@ -64,7 +64,7 @@ class SmplIkTorch(nn.Module):
             out = 0.5 * (out + self.network(mirrored)[:, _MIRROR_OUT] * torch.from_numpy(_OUT_SIGN).to(x.dtype))
         rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
         world = rot6d_to_matrix(rot6)
-        local = torch.cat([world[:, :1], world[:, _PARENTS0[1:]].transpose(-1, -2) @ world[:, 1:]], 1)
+        local = torch.cat([world[:, :1], world[:, list(PARENT_OR_SELF[1:])].transpose(-1, -2) @ world[:, 1:]], 1)
         return local, centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
 
     def numpy_params(self):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SmplIkError
-from .kinematics import FKResult
-from .rotations import euler_to_matrix, matrix_to_euler
+from ..core.errors import SmplIkError
+from ..core.kinematics import FKResult
+from ..core.rotations import euler_to_matrix, matrix_to_euler
 
 ROTATION_CHANNELS = ("Xrotation", "Yrotation", "Zrotation")
 POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")

@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .body_model import NUM_BETAS, load_body_model
-from .errors import SmplIkError
-from .ikgat import SINGLE
-from .kinematics import depth_levels
-from .rotations_torch import axis_angle_to_matrix, shortest_arc, unit
-from .skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS
+from ..body.model import NUM_BETAS, load_body_model
+from ..core.errors import SmplIkError
+from ..core.kinematics import depth_levels
+from .rotations import axis_angle_to_matrix, shortest_arc, unit
+from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, SINGLE
 
 # Whole clips kept out of training (one or more per kind of motion in cmu_train).
 VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
@@ -264,7 +263,7 @@ def train(model, batch_loss, cfg, seed):
 def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, before=None):
     """Save numpy weights and the JSON record (with the schedule, and the record of the
     weights this run continued from, if any); print a one-line summary."""
-    from .nn import save_weights
+    from ..ik.nn import save_weights
 
     metrics = dict(metrics, first_loss=round(float(np.mean(losses[:10])), 4),
                    last_loss=round(float(np.mean(losses[-10:])), 4))

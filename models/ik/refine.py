@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from .kinematics import forward_kinematics
-from .rotations import axis_angle_to_matrix, matrix_to_axis_angle, unit
-from .skeleton import NUM_JOINTS, PARENTS, joint_index
+from ..core.kinematics import forward_kinematics
+from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, unit
+from ..core.skeleton import NUM_JOINTS, PARENTS, joint_index
 
 # ANCESTOR[j, k]: k is j or one of its ancestors (turning k moves j).
 ANCESTOR = np.zeros((NUM_JOINTS, NUM_JOINTS))

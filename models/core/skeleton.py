@@ -29,6 +29,11 @@ MIRROR = tuple(JOINT_NAMES.index(n.replace("left_", "right_") if n.startswith("l
                                  n.replace("right_", "left_")) for n in JOINT_NAMES)
 # CHILDREN[j]: the joints whose parent is j.
 CHILDREN = tuple(tuple(c for c in range(NUM_JOINTS) if PARENTS[c] == j) for j in range(NUM_JOINTS))
+SINGLE = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) == 1)   # one child: a bone to point
+MULTI = tuple(j for j in range(NUM_JOINTS) if len(CHILDREN[j]) > 1)     # pelvis, spine3
+LEAVES = tuple(j for j in range(NUM_JOINTS) if not CHILDREN[j])         # feet, head, hands
+# PARENT_OR_SELF[j]: j's parent, or the root itself (for gathers that need an index everywhere).
+PARENT_OR_SELF = tuple(max(p, 0) for p in PARENTS)
 
 
 def joint_index(name):

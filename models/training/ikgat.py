@@ -2,10 +2,10 @@
 import torch
 from torch import nn
 
-from .ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _PARENTS0, _SINGLE, MULTI,
+from ..ik.ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _PARENTS0, _SINGLE,
                     NUM_FEATURES, hop_distance)
-from .rotations_torch import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
-from .skeleton import CHILDREN, MIRROR, NUM_JOINTS
+from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
+from ..core.skeleton import CHILDREN, MIRROR, MULTI, NUM_JOINTS
 
 
 def twist_matrix(axis, cos_sin):

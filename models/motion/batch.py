@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .body_model import OPEN_BODY_PATH, load_body_model
+from ..body.model import OPEN_BODY_PATH, load_body_model
 from .bvh import read_bvh
-from .errors import SmplIkError
+from ..core.errors import SmplIkError
 from .mapping import build_mapping, load_overrides
 from .retarget import retarget, write_smpl_bvh
-from .rotations import axis_angle_to_matrix
+from ..core.rotations import axis_angle_to_matrix
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .body_model import NUM_BETAS
-from .errors import SmplIkError
-from .kinematics import forward_kinematics
+from ..body.model import NUM_BETAS
+from ..core.errors import SmplIkError
+from ..core.kinematics import forward_kinematics, world_to_local
 from .mapping import JointMapping, build_mapping
-from .rotations import kabsch, matrix_to_axis_angle, shortest_arc, unit
-from .skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..core.rotations import kabsch, matrix_to_axis_angle, shortest_arc, unit
+from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 
 # Where a leaf joint points in SMPL's T-pose (used to align a source leaf's own direction).
 LEAF_DIRECTION = {"head": (0, 1, 0), "left_foot": (0, 0, 1), "right_foot": (0, 0, 1),
@@ -295,9 +295,7 @@ def retarget(motion, body, mapping=None, betas=None, polish=True):
                 q = shortest_arc(np.einsum("tab,b->ta", q, v_ref[0]), v_now[:, 0]) @ q
         world[:, j] = q @ align[j].T
 
-    local = world.copy()
-    for j in range(1, NUM_JOINTS):
-        local[:, j] = np.swapaxes(world[:, PARENTS[j]], -1, -2) @ world[:, j]
+    local = world_to_local(world)
     # root: the SMPL hips' midpoint follows the source's, scaled to the new body
     lh, rh = JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"]
     mid_rest = 0.5 * (rest[lh] + rest[rh]) - rest[0]

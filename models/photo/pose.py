@@ -48,10 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import SmplIkError
-from .kinematics import forward_kinematics
-from .rotations import unit
-from .skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..core.errors import SmplIkError
+from ..core.kinematics import forward_kinematics
+from ..core.rotations import unit
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 
 INSTALL_HINT = "pip install --no-deps -r requirements-photo.txt"
 NUM_LANDMARKS = 33
@@ -265,7 +265,7 @@ def _trunk_frames(l_hip, r_hip, l_sho, r_sho, blend):
 @functools.lru_cache(maxsize=1)
 def _rest_rules():
     """Constants of the rules, read off the open body at rest (zero betas)."""
-    from .body_model import load_body_model
+    from ..body.model import load_body_model
 
     body = load_body_model()
     rest = body.joints(np.zeros(10))
@@ -369,13 +369,13 @@ def pose_from_detection(detection, rest, min_visibility=0.5):
                           f"or a lower minimum visibility")
     targets = body_targets(positions, confident, rest)
     if confident.all():
-        from .ikgat import load_ikgat
+        from ..ik.ikgat import load_ikgat
 
         local_rot = load_ikgat()(targets, rest)
         trans = targets[0] - rest[0]
         method = "ikgat"
     else:
-        from .smplik import Effector, load_smplik
+        from ..ik.smplik import Effector, load_smplik
 
         effectors = [Effector(JOINT_NAMES[j], "position", tuple(targets[j]))
                      for j in np.flatnonzero(confident)]

@@ -1,7 +1,7 @@
 """Temporal smoothing of solved pose sequences (for baking effector animation)."""
 import numpy as np
 
-from .rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from ..core.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 
 
 def gaussian_kernel(sigma):

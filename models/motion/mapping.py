@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SmplIkError
-from .skeleton import JOINT_INDEX, JOINT_NAMES
+from ..core.errors import SmplIkError
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES
 
 # SMPL joints a retarget cannot do without; the others are explained when absent
 # (interpolated on the spine, following their parent at the hands, feet and head).

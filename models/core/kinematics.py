@@ -9,6 +9,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from .rotations import kabsch, shortest_arc
+from .skeleton import CHILDREN, MULTI, NUM_JOINTS, PARENT_OR_SELF, PARENTS, SINGLE
+
 
 @dataclass(frozen=True)
 class FKResult:
@@ -78,3 +81,43 @@ def linear_blend_skinning(vertices, weights, rotations, translations):
     blended_r = np.einsum("vj,...jab->...vab", weights, rotations)
     blended_t = np.einsum("vj,...ja->...va", weights, translations)
     return np.einsum("...vab,...vb->...va", blended_r, vertices) + blended_t
+
+
+def world_to_local(world, parents=PARENT_OR_SELF):
+    """World rotations (..., J, 3, 3) to local ones: each joint's relative to its parent's,
+    the root's as it is. parents: each joint's parent index, the root's any index (its
+    result is replaced)."""
+    local = np.swapaxes(world[..., list(parents), :, :], -1, -2) @ world
+    local[..., 0, :, :] = world[..., 0, :, :]
+    return local
+
+
+def root_rotation(positions, rest):
+    """(..., 3, 3) the pelvis's rotation: the rigid fit of its children's offsets at rest onto
+    their offsets in `positions` (both (..., 24, 3))."""
+    kids = list(CHILDREN[0])
+    return kabsch(rest[..., kids, :] - rest[..., :1, :], positions[..., kids, :] - positions[..., :1, :])
+
+
+def analytic_rotations(positions, rest):
+    """Swing-only SMPL local rotations (..., 24, 3, 3) from joint positions and rest joints
+    (..., 24, 3): each bone's shortest arc in its parent's frame, zero twist, identity leaves;
+    the pelvis and spine3 take the rigid fit of their children (the classical answer)."""
+    positions, rest = np.asarray(positions, float), np.asarray(rest, float)
+    local = np.zeros(positions.shape[:-2] + (NUM_JOINTS, 3, 3))
+    world = np.zeros_like(local)
+    world[..., 0, :, :] = local[..., 0, :, :] = root_rotation(positions, rest)
+    for j in range(1, NUM_JOINTS):
+        rp = world[..., PARENTS[j], :, :]
+        if j in MULTI:
+            kids = list(CHILDREN[j])
+            r = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :], positions[..., kids, :] - positions[..., j:j + 1, :])
+            local[..., j, :, :] = np.swapaxes(rp, -1, -2) @ r
+        elif j in SINGLE:
+            c = CHILDREN[j][0]
+            b = np.einsum("...ba,...b->...a", rp, positions[..., c, :] - positions[..., j, :])
+            local[..., j, :, :] = shortest_arc(rest[..., c, :] - rest[..., j, :], b)
+        else:
+            local[..., j, :, :] = np.eye(3)
+        world[..., j, :, :] = rp @ local[..., j, :, :]
+    return local

@@ -19,11 +19,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .errors import SmplIkError
-from .kinematics import forward_kinematics
+from ..core.errors import SmplIkError
+from ..core.kinematics import forward_kinematics, world_to_local
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
-from .rotations import rot6d_to_matrix
-from .skeleton import JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, joint_index
+from ..core.rotations import rot6d_to_matrix
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, joint_index
 
 ARCH = "smplik-v2"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
@@ -107,7 +107,6 @@ def encode_effectors(effectors):
     return joints, feats, positional
 
 
-_PARENTS0 = [max(p, 0) for p in PARENTS]
 SLOT = 18   # per joint: position (3) + weight, rotation 6D (6) + weight, look-at target (3), axis (3) + weight
 _SLOT_WEIGHTS = [3, 10, 17]
 _IDENTITY_6D = np.array([1.0, 0, 0, 0, 1.0, 0])
@@ -219,8 +218,7 @@ class SmplIk:
         out = out.astype(np.float64)   # orthonormal to float64 precision: the refinement needs it
         rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + _IDENTITY_6D
         world = rot6d_to_matrix(rot6)   # the network predicts world rotations: errors do not pile up down the chains
-        local = np.swapaxes(world[:, _PARENTS0], -1, -2) @ world
-        local[:, 0] = world[:, 0]
+        local = world_to_local(world)
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
         return local, trans
 

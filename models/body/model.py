@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SmplIkError
-from .kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
-from .rotations import axis_angle_to_matrix
-from .skeleton import (
+from ..core.errors import SmplIkError
+from ..core.kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
+from ..core.rotations import axis_angle_to_matrix
+from ..core.skeleton import (
     FIRST_FINGER_JOINT, JOINT_COUNT_TO_KIND, KIND_LABEL, MIDDLE_FINGER_OFFSET,
     NUM_BODY_JOINTS_SHARED, NUM_JOINTS, PARENTS,
 )
 
 NUM_BETAS = 10
-OPEN_BODY_PATH = Path(__file__).resolve().parent / "body" / "open_smpl_neutral.npz"
+OPEN_BODY_PATH = Path(__file__).resolve().parent / "open_smpl_neutral.npz"
 REQUIRED_ARRAYS = ("v_template", "shapedirs", "posedirs", "J_regressor", "weights",
                    "kintree_table", "f")
 LANDMARK_NAMES = (

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bvh import Skeleton
-from .errors import SmplIkError
-from .ikgat import analytic_rotations
-from .kinematics import forward_kinematics
+from ..core.errors import SmplIkError
+from ..core.kinematics import analytic_rotations, forward_kinematics
 from .mapping import JointMapping, build_mapping
 from .retarget import ShapeFit, _chain_fractions, fit_shape, smpl_positions, source_rig
-from .skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Joint names and the kinematic tree, rotations, forward kinematics, the error type."""

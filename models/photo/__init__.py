@@ -1,0 +1,1 @@
+"""Pose from a photo: people found with MediaPipe (optional package) and fitted to a body."""
