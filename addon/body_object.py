@@ -82,7 +82,7 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
     failure leaves the scene untouched.
     """
     betas = np.zeros(NUM_BETAS) if betas is None else np.asarray(betas, dtype=np.float64)
-    joints = bridge.to_blender(body.joints(betas) if rest_joints is None else rest_joints)
+    joints = bridge.to_blender(body.rest_joints(betas) if rest_joints is None else rest_joints)
     frames = bridge.bone_frames(joints)
 
     arm_data = bpy.data.armatures.new(name)
@@ -153,7 +153,7 @@ def apply_shape(context, arm_obj):
             block = blocks.get(f"{SHAPE_KEY_PREFIX}{k:02d}")
             if block is not None:
                 block.value = value
-    joints = bridge.to_blender(body.joints(betas))
+    joints = bridge.to_blender(body.rest_joints(betas))
     frames = bridge.rest_frames(arm_obj)
     with edit_bones(context, arm_obj) as ebones:
         _place_bones(ebones, joints, frames)

@@ -117,7 +117,7 @@ def fit_and_drive(context, rig):
     proxy.matrix_world = _mat(proxy_world)
     proxy.smpl_ik.rig = rig
     mesh = proxy.smpl_ik.mesh   # the fitted body, scaled to the rig and put on its pelvis
-    body_rest = body.joints(fit.betas)
+    body_rest = body.rest_joints(fit.betas)
     mesh.scale = (1.0 / fit.shape.scale,) * 3
     mesh.location = bridge.to_blender(fit.proxy_rest[0] - body_rest[0] / fit.shape.scale)
 

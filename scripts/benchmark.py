@@ -82,7 +82,7 @@ def ground_truth(folder, max_frames, held_out_only, seed=0):
             print(f"skipped {f.name}: {exc}", file=sys.stderr)
             continue
         rot = axis_angle_to_matrix(r.poses)[1:]  # frame 0 of a clip is often a reference pose
-        rest = body.joints(r.betas)
+        rest = body.rest_joints(r.betas)
         pos = forward_kinematics(rot, rest, PARENTS, r.trans[1:]).positions
         rots.append(rot)
         rests.append(np.broadcast_to(rest, pos.shape))

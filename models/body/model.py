@@ -215,10 +215,10 @@ def _reduce_to_smpl(a, kind):
 
 @dataclass(frozen=True)
 class BodyOutput:
-    """Posed body: vertices (..., V, 3) and joints (..., 24, 3), metres, body frame."""
+    """Posed body: vertices (..., V, 3) and posed joints (..., 24, 3), metres, body frame."""
 
     vertices: np.ndarray
-    joints: np.ndarray
+    posed_joints: np.ndarray
 
 
 class BodyModel:
@@ -291,8 +291,8 @@ class BodyModel:
             raise SmplIkError(f"betas must be finite numbers; beta {idx} is {betas.reshape(-1, NUM_BETAS)[bad.reshape(-1, NUM_BETAS)][0]}")
         return betas
 
-    def joints(self, betas):
-        """Rest joint positions (..., 24, 3) for betas (..., 10)."""
+    def rest_joints(self, betas):
+        """Rest joint positions (..., 24, 3), metres, for betas (..., 10)."""
         betas = self._betas(betas)
         return self._j_template + np.einsum("jcb,...b->...jc", self._j_shapedirs, betas)
 
@@ -301,16 +301,19 @@ class BodyModel:
         betas = self._betas(betas)
         return self.v_template + np.einsum("vcb,...b->...vc", self.shapedirs, betas)
 
-    def forward(self, betas, pose, trans=None):
+    def forward(self, betas, *, pose_rotvecs=None, rel_rotmats=None, trans=None):
         """Pose the body.
 
-        betas: (..., 10); pose: axis-angle (..., 72) or (..., 24, 3), root first, or
-        rotation matrices (..., 24, 3, 3); trans: optional (..., 3) metres.
-        Returns BodyOutput with posed vertices (..., V, 3) and joints (..., 24, 3).
+        betas: (..., 10). The pose, by name, one of: pose_rotvecs, axis-angle vectors
+        (..., 72) or (..., 24, 3), root first; rel_rotmats, local (parent-relative) rotation
+        matrices (..., 24, 3, 3). Neither: the rest pose. trans: optional (..., 3) metres.
+        Returns BodyOutput with posed vertices (..., V, 3) and posed joints (..., 24, 3).
         """
-        rot = pose_to_matrices(pose)
+        rot = relative_rotations(pose_rotvecs, rel_rotmats)
         v_shaped = self.shaped_vertices(betas)
-        rest = self.joints(betas)
+        rest = self.rest_joints(betas)
+        if rot is None:
+            rot = np.broadcast_to(np.eye(3), rest.shape + (3,))
         if self.posedirs is not None:
             eye = np.eye(3)
             feature = (rot[..., 1:, :, :] - eye).reshape(rot.shape[:-3] + (-1,))
@@ -318,27 +321,33 @@ class BodyModel:
         fk = forward_kinematics(rot, rest, self.parents, trans)
         r, t = skinning_transforms(fk, rest)
         verts = linear_blend_skinning(v_shaped, self.weights, r, t)
-        return BodyOutput(vertices=verts, joints=fk.positions)
+        return BodyOutput(vertices=verts, posed_joints=fk.positions)
 
-    def vertices(self, betas, pose, trans=None):
+    def vertices(self, betas, *, pose_rotvecs=None, rel_rotmats=None, trans=None):
         """Posed vertices (..., V, 3); see `forward`."""
-        return self.forward(betas, pose, trans).vertices
+        return self.forward(betas, pose_rotvecs=pose_rotvecs, rel_rotmats=rel_rotmats, trans=trans).vertices
 
 
-def pose_to_matrices(pose):
-    """Axis-angle (..., 72) / (..., 24, 3) or matrices (..., 24, 3, 3) to (..., 24, 3, 3)."""
-    pose = np.asarray(pose, dtype=np.float64)
+def relative_rotations(pose_rotvecs=None, rel_rotmats=None):
+    """The local rotation matrices (..., 24, 3, 3) of a pose given one way or the other (see
+    `BodyModel.forward`), or None when neither is given. Refuses both at once."""
+    if pose_rotvecs is not None and rel_rotmats is not None:
+        raise SmplIkError("give the pose as pose_rotvecs or as rel_rotmats, not both")
+    if pose_rotvecs is None and rel_rotmats is None:
+        return None
+    name = "pose_rotvecs" if rel_rotmats is None else "rel_rotmats"
+    pose = np.asarray(pose_rotvecs if rel_rotmats is None else rel_rotmats, dtype=np.float64)
     if not np.all(np.isfinite(pose)):
-        raise SmplIkError("pose contains NaN or infinite values")
-    if pose.shape[-2:] == (3, 3) and pose.ndim >= 3 and pose.shape[-3] == NUM_JOINTS:
-        rot = pose
-    elif pose.shape[-1:] == (NUM_JOINTS * 3,):
-        rot = axis_angle_to_matrix(pose.reshape(pose.shape[:-1] + (NUM_JOINTS, 3)))
-    elif pose.shape[-2:] == (NUM_JOINTS, 3):
-        rot = axis_angle_to_matrix(pose)
-    else:
-        raise SmplIkError(f"pose must be (..., 72), (..., 24, 3) or (..., 24, 3, 3); got shape {pose.shape}")
-    return rot
+        raise SmplIkError(f"{name} contains NaN or infinite values")
+    if rel_rotmats is not None:
+        if pose.shape[-3:] != (NUM_JOINTS, 3, 3):
+            raise SmplIkError(f"rel_rotmats must have shape (..., 24, 3, 3); got {pose.shape}")
+        return pose
+    if pose.shape[-1:] == (NUM_JOINTS * 3,):
+        return axis_angle_to_matrix(pose.reshape(pose.shape[:-1] + (NUM_JOINTS, 3)))
+    if pose.shape[-2:] == (NUM_JOINTS, 3):
+        return axis_angle_to_matrix(pose)
+    raise SmplIkError(f"pose_rotvecs must have shape (..., 72) or (..., 24, 3); got {pose.shape}")
 
 
 def _gender_from_name(path):

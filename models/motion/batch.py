@@ -124,7 +124,7 @@ def run_job(job):
         if job.bvh_output:
             try:
                 write_smpl_bvh(job.bvh_output, axis_angle_to_matrix(result.poses), result.trans,
-                               body.joints(result.betas), result.fps)
+                               body.rest_joints(result.betas), result.fps)
             except OSError as exc:
                 raise SmplIkError(f"cannot write {job.bvh_output}: {exc.strerror or exc}") from None
         return JobResult(source=job.source, output=str(out), ok=True, frames=t, fps=result.fps,

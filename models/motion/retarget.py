@@ -173,8 +173,8 @@ def fit_shape(body, ref_smpl, beta_prior=3e-5, scale_prior=3e-3):
     source's is turned onto the SMPL template's direction first, so the fit sees lengths,
     not the pose the file was drawn in. Small priors keep betas near 0 and scale near 1.
     """
-    j0 = body.joints(np.zeros(NUM_BETAS))
-    jd = np.stack([body.joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], axis=-1)
+    j0 = body.rest_joints(np.zeros(NUM_BETAS))
+    jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], axis=-1)
     rows_a, rows_b, names, targets = [], [], [], []
     for name, coef in MEASUREMENTS.items():
         idx = [JOINT_INDEX[j] for j in coef]
@@ -195,7 +195,7 @@ def fit_shape(body, ref_smpl, beta_prior=3e-5, scale_prior=3e-3):
     b_vec = np.concatenate(rows_b + [np.zeros(NUM_BETAS), [np.sqrt(scale_prior)]])
     x = np.linalg.lstsq(a_mat, b_vec, rcond=None)[0]
     betas, scale = x[:NUM_BETAS], float(x[NUM_BETAS])
-    joints = body.joints(betas)
+    joints = body.rest_joints(betas)
     fitted = np.array([np.array(list(MEASUREMENTS[n].values()), float) @ joints[[JOINT_INDEX[j] for j in MEASUREMENTS[n]]]
                        for n in names])
     targets = scale * np.array(targets)
@@ -249,7 +249,7 @@ def retarget(motion, body, mapping=None, betas=None, polish=True):
     shape, rig = invert_shape(sk, body, mapping)
     if betas is None:
         betas = shape.betas
-    rest = body.joints(betas)
+    rest = body.rest_joints(betas)
     mapped = np.array(mapping.mapped)
     placements = _chain_fractions(rest, mapped)
 

@@ -76,7 +76,7 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
                         channels=((),) * len(names), end_site=(False,) * len(names))
     rig = source_rig(skeleton, mapping)
     shape = fit_shape(body, smpl_positions(rig.ref_positions, mapping, {}))
-    body_rest = body.joints(shape.betas)
+    body_rest = body.rest_joints(shape.betas)
     placements = _chain_fractions(body_rest, np.array(mapping.mapped))
     rig_joints = smpl_positions(rig.ref_positions, mapping, placements)
     for j in range(1, NUM_JOINTS):  # joints the rig lacks below its last mapped one: SMPL's offsets

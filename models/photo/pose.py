@@ -268,7 +268,7 @@ def _rest_rules():
     from ..body.model import load_body_model
 
     body = load_body_model()
-    rest = body.joints(np.zeros(10))
+    rest = body.rest_joints(np.zeros(10))
     verts = body.v_template
     missing = [n for n in BODY_HEAD + BODY_FEET["left_foot"][1:] + BODY_FEET["right_foot"][1:]
                if n not in body.landmarks]

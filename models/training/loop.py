@@ -60,8 +60,8 @@ class TorchBody:
 
     def __init__(self, path=None):
         body = load_body_model(path)
-        j0 = body.joints(np.zeros(NUM_BETAS))
-        jd = np.stack([body.joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], -1)
+        j0 = body.rest_joints(np.zeros(NUM_BETAS))
+        jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], -1)
         self.j0 = torch.tensor(j0, dtype=torch.float32)
         self.jd = torch.tensor(jd, dtype=torch.float32)
 
@@ -147,7 +147,7 @@ def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0, bend=0.0, bend_joi
         turn = axis_angle_to_matrix(axis * torch.rand(size, NUM_JOINTS, 1, generator=gen) * np.radians(45.0))
         rot = torch.where((u < jitter)[..., None, None], torch.eye(3),
                           torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
-    rest = body.joints(betas)
+    rest = body.rest_joints(betas)
     if bend > 0:
         rot = bend_bones(rot, rest, bend, gen, bend_joints, bend_degrees)
     return rot, rest

@@ -93,7 +93,7 @@ def test_add_body_builds_rig_and_mesh_at_cursor(bridge):
         parent = arm.data.bones[name].parent
         assert (parent.name if parent else None) == (JOINT_NAMES[PARENTS[j]] if PARENTS[j] >= 0 else None)
     heads = bridge.bone_heads(arm)
-    assert np.abs(heads - bridge.to_blender(body.joints(np.zeros(10)))).max() < TOL
+    assert np.abs(heads - bridge.to_blender(body.rest_joints(np.zeros(10)))).max() < TOL
     assert heads[JOINT_NAMES.index("head"), 2] > heads[0, 2] + 0.3  # Z up in Blender
     mesh_obj = arm.smpl_ik.mesh
     assert mesh_obj.parent == arm and len(mesh_obj.data.vertices) == body.num_vertices
@@ -125,19 +125,19 @@ def test_betas_move_bones_and_mesh_and_keep_the_pose(bridge):
     betas = np.zeros(10)
     betas[0] = 2.0
     assert arm.smpl_ik.status == ""
-    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.joints(betas))).max() < TOL
+    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.rest_joints(betas))).max() < TOL
     rot_after, trans_after = bridge.read_pose(arm, bridge.rest_frames(arm))
     assert np.allclose(rot_after, rot, atol=1e-6) and np.allclose(trans_after, trans, atol=1e-6)
-    expected = bridge.to_blender(body.vertices(betas, rot, trans))
+    expected = bridge.to_blender(body.vertices(betas, rel_rotmats=rot, trans=trans))
     assert np.abs(evaluated_vertices(bridge, arm.smpl_ik.mesh) - expected).max() < TOL
     # several betas at once, set as a vector from Python
     betas = np.linspace(-1.5, 1.5, 10)
     arm.smpl_ik.betas = betas
-    expected = bridge.to_blender(body.vertices(betas, rot, trans))
+    expected = bridge.to_blender(body.vertices(betas, rel_rotmats=rot, trans=trans))
     assert np.abs(evaluated_vertices(bridge, arm.smpl_ik.mesh) - expected).max() < TOL
     assert bpy.ops.smpl_ik.reset_shape() == {"FINISHED"}
     assert list(arm.smpl_ik.betas) == [0.0] * 10
-    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.joints(np.zeros(10)))).max() < TOL
+    assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.rest_joints(np.zeros(10)))).max() < TOL
 
 
 def test_shape_change_keeps_mode_and_selection(bridge):
@@ -179,10 +179,10 @@ def test_user_body_folder_offers_files(ext, bridge, tmp_path):
     items = ops._body_items(None, bpy.context)
     assert [i[1] for i in items] == ["Open body (neutral)", "SMPL_MALE.npz", "broken.pkl"]
     arm = add_body(body=str(tmp_path / "SMPL_MALE.npz"))
-    expected = load_body_model(tmp_path / "SMPL_MALE.npz").joints(np.zeros(10))
+    expected = load_body_model(tmp_path / "SMPL_MALE.npz").rest_joints(np.zeros(10))
     assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(expected)).max() < TOL
     arm.smpl_ik.betas[0] = 1.5  # the shape follows the user's file, not the open body
-    expected = load_body_model(tmp_path / "SMPL_MALE.npz").joints(np.eye(10)[0] * 1.5)
+    expected = load_body_model(tmp_path / "SMPL_MALE.npz").rest_joints(np.eye(10)[0] * 1.5)
     assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(expected)).max() < TOL
 
 

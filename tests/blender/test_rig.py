@@ -33,7 +33,7 @@ def head(obj, bone):
 def a_pose_rig(name="character", arm_drop_deg=40.0, rename=None):
     """A Mixamo-named armature on the open body's joints, arms lowered into an A-pose, built
     in centimetres and turned 90 degrees, so units, rest pose and heading all differ from SMPL."""
-    joints = load_body_model().joints(np.zeros(10))
+    joints = load_body_model().rest_joints(np.zeros(10))
     pos = {j: Vector((x, -z, y)) * 100 for j, (x, y, z) in zip(JOINT_NAMES, joints)}  # Blender axes, cm
     for side, sign in (("left", 1), ("right", -1)):
         pivot = pos[f"{side}_shoulder"].copy()

@@ -42,7 +42,7 @@ def held_out_poses(open_body):
     for clip in clips:
         r = retarget(read_bvh(clip), open_body)
         rot = axis_angle_to_matrix(r.poses[1::10])
-        rest = np.broadcast_to(open_body.joints(r.betas), (len(rot), 24, 3))
+        rest = np.broadcast_to(open_body.rest_joints(r.betas), (len(rot), 24, 3))
         fk = forward_kinematics(rot, rest, PARENTS, r.trans[1::10])
         rots.append(rot), rests.append(rest), worlds.append(fk.rotations), poss.append(fk.positions)
     return tuple(np.concatenate(x) for x in (rots, rests, worlds, poss))

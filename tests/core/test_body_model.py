@@ -73,10 +73,10 @@ def test_matches_smplx_with_pose_correctives(smpl_arrays, tmp_path, rng):
     with torch.no_grad():
         out = model(betas=torch.from_numpy(betas), global_orient=torch.from_numpy(pose[:, :3]),
                     body_pose=torch.from_numpy(pose[:, 3:]))
-    ours = body.forward(betas, pose)
+    ours = body.forward(betas, pose_rotvecs=pose)
     # smplx rounds its arrays to float32, hence micrometres rather than exact agreement
     assert np.abs(out.vertices.numpy() - ours.vertices).max() < 1e-6
-    assert np.abs(out.joints.numpy()[:, :24] - ours.joints).max() < 1e-6
+    assert np.abs(out.joints.numpy()[:, :24] - ours.posed_joints).max() < 1e-6
 
 
 @pytest.mark.parametrize("kind", ["smplh", "smplx"])
@@ -88,8 +88,8 @@ def test_family_files_reduce_to_the_body(smpl_arrays, tmp_path, rng, kind):
     body, ref = BodyModel.from_file(path), BodyModel.from_file(ref_path)
     assert body.kind == kind and body.gender == "female"
     betas, pose = rng.normal(size=(2, 10)), rng.normal(scale=0.4, size=(2, 24, 3))
-    assert np.allclose(body.joints(betas), ref.joints(betas), atol=1e-10)
-    assert np.allclose(body.vertices(betas, pose), ref.vertices(betas, pose), atol=1e-10)
+    assert np.allclose(body.rest_joints(betas), ref.rest_joints(betas), atol=1e-10)
+    assert np.allclose(body.vertices(betas, pose_rotvecs=pose), ref.vertices(betas, pose_rotvecs=pose), atol=1e-10)
 
 
 def test_expecting_smpl_rejects_smplx(smpl_arrays, tmp_path):
@@ -134,7 +134,7 @@ def test_official_pkl_without_chumpy(smpl_arrays, tmp_path, monkeypatch, rng):
     np.savez(npz_path, **smpl_arrays)
     body, ref = BodyModel.from_file(path), BodyModel.from_file(npz_path)
     betas, pose = rng.normal(size=10), rng.normal(scale=0.5, size=72)
-    assert np.allclose(body.vertices(betas, pose), ref.vertices(betas, pose), atol=1e-12)
+    assert np.allclose(body.vertices(betas, pose_rotvecs=pose), ref.vertices(betas, pose_rotvecs=pose), atol=1e-12)
 
 
 class _Evil:
@@ -188,13 +188,17 @@ def test_corrupt_and_missing_files(tmp_path):
 
 def test_bad_betas_and_pose(open_body):
     with pytest.raises(SmplIkError, match="beta 3 is nan"):
-        open_body.joints([0, 0, 0, np.nan, 0, 0, 0, 0, 0, 0])
+        open_body.rest_joints([0, 0, 0, np.nan, 0, 0, 0, 0, 0, 0])
     with pytest.raises(SmplIkError, match="10 values"):
-        open_body.joints(np.zeros(9))
-    with pytest.raises(SmplIkError, match="pose must be"):
-        open_body.vertices(np.zeros(10), np.zeros(70))
-    with pytest.raises(SmplIkError, match="pose contains NaN"):
-        open_body.vertices(np.zeros(10), np.full(72, np.inf))
+        open_body.rest_joints(np.zeros(9))
+    with pytest.raises(SmplIkError, match=r"pose_rotvecs must have shape \(\.\.\., 72\)"):
+        open_body.vertices(np.zeros(10), pose_rotvecs=np.zeros(70))
+    with pytest.raises(SmplIkError, match="pose_rotvecs contains NaN"):
+        open_body.vertices(np.zeros(10), pose_rotvecs=np.full(72, np.inf))
+    with pytest.raises(SmplIkError, match="not both"):
+        open_body.vertices(np.zeros(10), pose_rotvecs=np.zeros(72), rel_rotmats=np.tile(np.eye(3), (24, 1, 1)))
+    with pytest.raises(SmplIkError, match=r"rel_rotmats must have shape"):
+        open_body.vertices(np.zeros(10), rel_rotmats=np.zeros((24, 3)))
 
 
 def test_cache_reloads_changed_files(smpl_arrays, tmp_path):
@@ -207,4 +211,4 @@ def test_cache_reloads_changed_files(smpl_arrays, tmp_path):
     shifted = dict(smpl_arrays, v_template=smpl_arrays["v_template"] + [0, 1.0, 0])
     np.savez(path, **shifted)
     os.utime(path, ns=(first_ns := path.stat().st_mtime_ns + 10 ** 9, first_ns))
-    assert np.allclose(load_body_model(path).joints(np.zeros(10)) - first.joints(np.zeros(10)), [0, 1, 0])
+    assert np.allclose(load_body_model(path).rest_joints(np.zeros(10)) - first.rest_joints(np.zeros(10)), [0, 1, 0])

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 
 def poses(open_body, rng, n=16, scale=0.4):
-    rest = open_body.joints(rng.normal(size=(n, 10)))
+    rest = open_body.rest_joints(rng.normal(size=(n, 10)))
     rot = axis_angle_to_matrix(rng.normal(scale=scale, size=(n, 24, 3)))
     pos = forward_kinematics(rot, rest, PARENTS, rng.normal(size=(n, 3))).positions
     return rot, rest, pos

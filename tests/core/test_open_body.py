@@ -36,7 +36,7 @@ def test_file_is_small_and_pickle_free():
 
 
 def test_frame_units_and_t_pose(open_body):
-    j = open_body.joints(np.zeros(10))
+    j = open_body.rest_joints(np.zeros(10))
     v = open_body.v_template
     height = v[:, 1].max() - v[:, 1].min()
     assert 1.5 < height < 1.9  # metres, Y up
@@ -65,7 +65,7 @@ def test_frame_units_and_t_pose(open_body):
 def test_joints_inside_the_body(open_body, beta):
     betas = np.zeros(10)
     betas[beta] = 3.0 if beta != 1 else -3.0
-    w = winding_numbers(open_body.joints(betas), open_body.shaped_vertices(betas), open_body.faces)
+    w = winding_numbers(open_body.rest_joints(betas), open_body.shaped_vertices(betas), open_body.faces)
     assert np.all(w > 0.9), [JOINT_NAMES[i] for i in np.nonzero(w <= 0.9)[0]]
 
 
@@ -89,7 +89,7 @@ def test_weights_and_landmarks(open_body):
     lm = open_body.landmarks
     assert set(lm) == set(LANDMARK_NAMES)
     v = open_body.v_template
-    j = open_body.joints(np.zeros(10))
+    j = open_body.rest_joints(np.zeros(10))
     for side, sign in (("l", 1), ("r", -1)):
         for finger in ("thumb", "index", "middle", "ring", "pinky"):
             tip = v[lm[side + finger]]
@@ -110,9 +110,9 @@ def test_smplx_runs_the_open_body_unchanged(open_body, rng):
     with torch.no_grad():
         out = model(betas=torch.from_numpy(betas), global_orient=torch.from_numpy(pose[:, :3]),
                     body_pose=torch.from_numpy(pose[:, 3:]), transl=torch.from_numpy(trans))
-    ours = open_body.forward(betas, pose, trans)
+    ours = open_body.forward(betas, pose_rotvecs=pose, trans=trans)
     assert np.abs(out.vertices.numpy() - ours.vertices).max() < 1e-5
-    assert np.abs(out.joints.numpy()[:, :24] - ours.joints).max() < 1e-5
+    assert np.abs(out.joints.numpy()[:, :24] - ours.posed_joints).max() < 1e-5
     ids = [open_body.landmarks[k] for k in ("nose", "reye", "leye", "rear", "lear")]
     assert np.abs(out.joints.numpy()[:, 24:29] - ours.vertices[:, ids]).max() < 1e-5
 

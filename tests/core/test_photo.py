@@ -41,7 +41,7 @@ def synthetic_detection(body, local_rot, trans=(0.0, 0.0, 0.0), hidden=()):
     """MediaPipe-like landmarks (SMPL frame) of the open body posed by local_rot: joints where
     MediaPipe has them, face and foot points carried rigidly by the head and ankles from the
     body's own vertex landmarks, index and pinky knuckles either side of the hand joint."""
-    rest = body.joints(np.zeros(10))
+    rest = body.rest_joints(np.zeros(10))
     fk = forward_kinematics(local_rot, rest, PARENTS, np.asarray(trans, float))
     pos, rot = fk.positions, fk.rotations
     verts = body.v_template
@@ -114,7 +114,7 @@ def test_body_targets_keep_directions_and_take_the_body_lengths(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng))
     positions, confident = photo.smpl_targets(det)
     positions = positions * 1.3        # a bigger person: lengths must not carry over
-    rest = open_body.joints(rng.normal(scale=1.5, size=10))
+    rest = open_body.rest_joints(rng.normal(scale=1.5, size=10))
     out = photo.body_targets(positions, confident, rest)
     bones = np.arange(1, NUM_JOINTS), np.array(PARENTS[1:])
     lengths = np.linalg.norm(out[bones[0]] - out[bones[1]], axis=1)
@@ -146,7 +146,7 @@ def check_pose(pose, det, rest):
 
 def test_pose_from_a_full_detection_uses_ikgat(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng, 0.4), trans=(0.3, 1.0, -2.0))
-    rest = open_body.joints(rng.normal(scale=1.0, size=10))
+    rest = open_body.rest_joints(rng.normal(scale=1.0, size=10))
     pose = photo.pose_from_detection(det, rest)
     assert pose.method == "ikgat" and pose.confident.all()
     check_pose(pose, det, rest)
@@ -154,7 +154,7 @@ def test_pose_from_a_full_detection_uses_ikgat(open_body, rng):
 
 def test_pose_from_a_partial_detection_uses_smplik(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng, 0.4), hidden=(16, 20, 0, 7, 8))
-    rest = open_body.joints(rng.normal(scale=1.0, size=10))
+    rest = open_body.rest_joints(rng.normal(scale=1.0, size=10))
     pose = photo.pose_from_detection(det, rest)
     assert pose.method == "smplik"
     assert not pose.confident[[J["right_wrist"], J["right_hand"], J["head"]]].any()
@@ -166,7 +166,7 @@ def test_too_few_visible_joints_is_an_error(open_body, rng):
     hidden = [i for i in range(33) if i not in (11, 13)]     # left shoulder and elbow only
     det, _ = synthetic_detection(open_body, random_pose(rng), hidden=hidden)
     with pytest.raises(SmplIkError, match="only 2 joints"):
-        photo.pose_from_detection(det, open_body.joints(np.zeros(10)))
+        photo.pose_from_detection(det, open_body.rest_joints(np.zeros(10)))
 
 
 def test_bad_photo_arrays_are_refused():
@@ -228,7 +228,7 @@ def test_bus_finds_the_people_standing_largest_first(images, open_body):
         assert p.world[11, 0] > p.world[12, 0]
         assert p.world[0, 2] > p.world[[7, 8], 2].mean() + 0.03
 
-    rest = open_body.joints(np.zeros(10))
+    rest = open_body.rest_joints(np.zeros(10))
     pose = photo.pose_from_detection(people[0], rest)
     posed = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans).positions
     assert posed[[J["left_ankle"], J["right_ankle"]], 1].max() < posed[0, 1] - 0.5

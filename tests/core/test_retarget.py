@@ -28,7 +28,7 @@ def smpl_motion(rng, frames=40):
 
 def disguise(path, body, local_rot, trans, a_pose_deg=45.0, units=100.0):
     """Write SMPL motion as a Mixamo-named, A-pose-rest, Z-up BVH with the same joint motion."""
-    rest = body.joints(BETAS)
+    rest = body.rest_joints(BETAS)
     sk, where = smpl_bvh_skeleton(rest)
     fk = forward_kinematics(local_rot, rest, PARENTS, trans)
     glob = np.broadcast_to(np.eye(3), (len(trans), len(sk.names), 3, 3)).copy()
@@ -73,7 +73,7 @@ def test_recovers_smpl_motion_from_a_disguised_rig(open_body, tmp_path, rng):
         assert r.rig.unit_name == "cm" and r.rig.mapping.convention == "motionbuilder"
         assert np.allclose(r.rig.to_smpl, [[1, 0, 0], [0, 0, 1], [0, -1, 0]])  # Z up found
         assert not r.rig.mapping.notes  # all 24 joints mapped
-        got = forward_kinematics(axis_angle_to_matrix(r.poses), open_body.joints(r.betas), PARENTS, r.trans)
+        got = forward_kinematics(axis_angle_to_matrix(r.poses), open_body.rest_joints(r.betas), PARENTS, r.trans)
         mpjpe = np.linalg.norm(got.positions - truth, axis=-1).mean()
         geo = np.degrees(geodesic_angle(axis_angle_to_matrix(r.poses), rot)).mean()
         # the fitted shape is not the true one, so joints sit a few mm apart; rotations agree
@@ -83,20 +83,20 @@ def test_recovers_smpl_motion_from_a_disguised_rig(open_body, tmp_path, rng):
 
 
 def test_shape_inversion_recovers_lengths_and_units(open_body, tmp_path):
-    rest = open_body.joints(BETAS)
+    rest = open_body.rest_joints(BETAS)
     sk, _ = smpl_bvh_skeleton(rest)  # centimetres
     fit, rig = invert_shape(sk, open_body)
     assert rig.unit_name == "cm"
     assert abs(fit.scale - 1.0) < 0.03
     assert np.all(np.abs(fit.length_ratio - 1.0) < 0.02), dict(zip(fit.names, fit.length_ratio))
-    truth = open_body.joints(BETAS)
-    got = open_body.joints(fit.betas)
+    truth = open_body.rest_joints(BETAS)
+    got = open_body.rest_joints(fit.betas)
     assert np.linalg.norm(got - got[0] - fit.scale * (truth - truth[0]), axis=1).max() < 0.02
 
 
 def test_smpl_bvh_round_trip(open_body, tmp_path, rng):
     rot, trans = smpl_motion(rng, frames=10)
-    rest = open_body.joints(BETAS)
+    rest = open_body.rest_joints(BETAS)
     write_smpl_bvh(tmp_path / "smpl.bvh", rot, trans, rest, 30.0)
     back = read_bvh(tmp_path / "smpl.bvh")
     idx = [back.skeleton.names.index(n) for n in JOINT_NAMES]

@@ -34,7 +34,7 @@ def clips(tmp_path_factory):
     for name, beta0 in (("walk", 0.0), ("run", 1.5)):
         rot = axis_angle_to_matrix(rng.normal(scale=0.2, size=(12, 24, 3)))
         trans = np.cumsum(rng.normal(scale=0.01, size=(12, 3)), axis=0)
-        write_smpl_bvh(good / f"{name}.bvh", rot, trans, body.joints(np.eye(10)[0] * beta0), 30.0)
+        write_smpl_bvh(good / f"{name}.bvh", rot, trans, body.rest_joints(np.eye(10)[0] * beta0), 30.0)
     text = (good / "walk.bvh").read_text()
     lines = text.splitlines()
     (bad / "truncated.bvh").write_text("\n".join(lines[:-3]) + "\n")
@@ -61,7 +61,7 @@ def test_folder_in_npz_out(clips, tmp_path):
         back = read_bvh(out / f"{name}_smpl.bvh")
         idx = [back.skeleton.names.index(n) for n in JOINT_NAMES]
         rot = axis_angle_to_matrix(d["poses"].astype(np.float64).reshape(-1, 24, 3))
-        want = forward_kinematics(rot, body.joints(d["betas"]), PARENTS, d["trans"]).positions
+        want = forward_kinematics(rot, body.rest_joints(d["betas"]), PARENTS, d["trans"]).positions
         assert np.abs(back.forward().positions[:, idx] / 100 - want).max() < 1e-4
 
 

@@ -15,7 +15,7 @@ DROP = ("left_hand", "right_hand", "spine3")
 def a_posed_rig(open_body, rng, drop=DROP, units=100.0):
     """A rig built from a random body in an A-pose, in centimetres, Z up (Blender's axes)."""
     betas = rng.normal(size=10)
-    rest = open_body.joints(betas)
+    rest = open_body.rest_joints(betas)
     aa = np.zeros((24, 3))
     aa[JOINT_INDEX["left_shoulder"]] = (0, 0, -0.7)
     aa[JOINT_INDEX["right_shoulder"]] = (0, 0, 0.7)

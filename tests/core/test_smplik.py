@@ -28,7 +28,7 @@ def random_model():
 
 
 def true_pose(open_body, rng, scale=0.3):
-    rest = open_body.joints(rng.normal(size=10))
+    rest = open_body.rest_joints(rng.normal(size=10))
     rot = axis_angle_to_matrix(rng.normal(scale=scale, size=(24, 3)))
     fk = forward_kinematics(rot, rest, PARENTS, rng.normal(scale=0.3, size=3))
     return rot, rest, fk
