@@ -12,7 +12,7 @@ from mathutils import Matrix
 from ..models.core.kinematics import forward_kinematics
 from ..models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 from ..models.ik.smplik import Effector
-from . import bridge
+from . import bridge, live
 from .body_object import is_body
 
 KINDS = (("POSITION", "Position", "Pin where the joint is"),
@@ -114,9 +114,7 @@ def pin(arm, objs, fresh=False):
         m = _snapped_matrix(arm_world, obj.smpl_ik_effector, world_rot, positions, frames,
                             None if fresh else bridge.matrix_array(obj.matrix_world))
         obj.matrix_world = Matrix(m.tolist()) @ Matrix.Diagonal((*scale, 1.0))
-    from .solving import mark_solved  # solving imports this module
-
-    mark_solved(arm)
+    live.mark_solved(arm, effectors_of(arm))
 
 
 def create_effector(context, arm, joint, kind):

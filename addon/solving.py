@@ -13,27 +13,9 @@ from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_NAMES, MIRROR
 from ..models.ik.smplik import load_smplik
 from ..models.motion.temporal import smooth_poses
-from . import bridge
+from . import bridge, live
 from .body_object import is_body
 from .effectors import core_effectors, effectors_of, is_effector, pin, rest_joints
-
-_solved = {}      # body session_uid -> signature of the effectors it was solved or pinned with
-_suspended = []   # non-empty while a bake drives frames itself
-_reprime = []     # non-empty after undo, redo or loading a file
-
-
-def _signature(objs):
-    out = []
-    for obj in objs:
-        p = obj.smpl_ik_effector
-        out.append((obj.name, p.joint, p.kind, p.axis, round(p.weight, 6),
-                    tuple(round(v, 7) for row in obj.matrix_world for v in row)))
-    return tuple(out)
-
-
-def mark_solved(arm):
-    """Remember the body's effectors as they are now (no solve until one of them moves)."""
-    _solved[arm.session_uid] = _signature(effectors_of(arm))
 
 
 def solve_body(arm, objs=None, signature=None):
@@ -45,20 +27,20 @@ def solve_body(arm, objs=None, signature=None):
         raise SmplIkError(f"{arm.name}: no enabled effectors to solve from; add some with Add Effector")
     solution = load_smplik().solve(core_effectors(arm, objs), rest_joints(arm), refine=arm.smpl_ik.refine)
     bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.rest_frames(arm))
-    _solved[arm.session_uid] = _signature(objs) if signature is None else signature
+    live.solved[arm.session_uid] = live.signature(objs) if signature is None else signature
     return solution
 
 
 @persistent
 def _on_depsgraph_update(scene, depsgraph):
-    if _suspended:
+    if live.suspended:
         return
-    if _reprime:  # the first evaluation after undo, redo or loading: poses as stored are the truth
-        _reprime.clear()
-        _solved.clear()
+    if live.reprime:  # the first evaluation after undo, redo or loading: poses as stored are the truth
+        live.reprime.clear()
+        live.solved.clear()
         for obj in bpy.data.objects:
             if is_body(obj):
-                mark_solved(obj)
+                live.mark_solved(obj, effectors_of(obj))
         return
     bodies = {}
     for update in depsgraph.updates:
@@ -71,10 +53,10 @@ def _on_depsgraph_update(scene, depsgraph):
                 bodies[arm.session_uid] = arm
     for key, arm in bodies.items():
         objs = effectors_of(arm)
-        signature = _signature(objs)
-        if _solved.get(key) == signature:
+        signature = live.signature(objs)
+        if live.solved.get(key) == signature:
             continue
-        _solved[key] = signature  # a refused input is not retried on every redraw
+        live.solved[key] = signature  # a refused input is not retried on every redraw
         try:
             solve_body(arm, objs, signature)
             if arm.smpl_ik.status:
@@ -88,7 +70,7 @@ def _on_file_or_undo(*_args):
     """After undo, redo or loading a file the stored poses are the truth. Objects' world
     matrices are only valid once the depsgraph has evaluated them, so the effectors are
     remembered as solved at the next depsgraph update (which then solves nothing)."""
-    _reprime.append(True)
+    live.reprime.append(True)
 
 
 # --- pose edits -----------------------------------------------------------------------------
@@ -137,7 +119,7 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
     model, rest = load_smplik(), rest_joints(arm)
     use_refine = arm.smpl_ik.refine if refine is None else refine
     local, trans = [], []
-    _suspended.append(True)
+    live.suspended.append(True)
     try:
         for n, frame in enumerate(frames):
             scene.frame_set(frame)
@@ -154,9 +136,9 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
             bridge.write_pose(arm, rot, tr, rest_frames)
             keyframe_pose(arm, frame)
     finally:
-        _suspended.pop()
+        live.suspended.pop()
         scene.frame_set(original_frame)
-    mark_solved(arm)
+    live.mark_solved(arm, effectors_of(arm))
     yield 1.0
 
 
@@ -172,5 +154,5 @@ def unregister():
         for fn in (_on_depsgraph_update, _on_file_or_undo):
             while fn in handlers:
                 handlers.remove(fn)
-    _solved.clear()
-    _reprime.clear()
+    live.solved.clear()
+    live.reprime.clear()

@@ -210,6 +210,49 @@ def test_mirror_and_reset(posed):
     assert np.linalg.norm(np.array(effs["left_wrist"].matrix_world.translation) - joint_world(arm, "left_wrist")) < 1e-4
 
 
+def test_effectors_moved_by_a_pose_edit_start_no_solve(posed):
+    """Mirror and Reset move the effectors onto their joints (pinning); live solving must see
+    them as already solved, so an artist's edit made before the next update is kept."""
+    arm, effs = posed
+    effs["left_wrist"].location += Vector((-0.1, -0.15, 0.1))
+    update()
+    solving = importlib.import_module(blender_session.MODULE + ".addon.solving")
+    solving.mirror_pose(arm)     # as the operators do, without the update an operator ends with
+    update()
+    solving.reset_pose(arm)
+    arm.pose.bones["left_knee"].rotation_quaternion = (0.9, 0.43, 0.0, 0.0)
+    update()
+    update()
+    assert tuple(arm.pose.bones["left_knee"].rotation_quaternion) == pytest.approx((0.9, 0.43, 0.0, 0.0))
+    effs["left_wrist"].location.z += 0.1          # and a real move still solves
+    update()
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(effs["left_wrist"].matrix_world.translation)) < 0.01
+
+
+def test_disabling_and_enabling_again_leaves_one_live_handler():
+    import addon_utils
+
+    def ours(handlers):
+        return [h for h in handlers if getattr(h, "__module__", "").startswith(blender_session.MODULE)]
+
+    addon_utils.disable(blender_session.MODULE, default_set=True)
+    try:
+        assert not hasattr(bpy.types.Object, "smpl_ik")
+        assert not ours(bpy.app.handlers.depsgraph_update_post) and not ours(bpy.app.handlers.undo_post)
+    finally:
+        blender_session.start()                    # enables it again, modules in order
+    assert len(ours(bpy.app.handlers.depsgraph_update_post)) == 1
+    assert len(ours(bpy.app.handlers.load_post)) == 1
+    arm = add_body()
+    assert bpy.ops.smpl_ik.add_default_effectors() == {"FINISHED"}
+    update()
+    wrist = effectors(arm)["left_wrist"]
+    wrist.location.z += 0.1
+    update()
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < 0.01
+    assert not np.allclose(quats(arm), [1, 0, 0, 0], atol=1e-3)
+
+
 def channelbag_fcurves(obj):
     from bpy_extras import anim_utils
 
