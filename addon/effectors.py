@@ -11,14 +11,15 @@ from mathutils import Matrix
 
 from ..models.core.kinematics import forward_kinematics
 from ..models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
-from ..models.ik.smplik import Effector
+from ..models.ik.effectors import Effector, EffectorKind
 from . import bridge, live
 from .body_object import is_body
 
-KINDS = (("POSITION", "Position", "Pin where the joint is"),
-         ("ROTATION", "Rotation", "Pin how the joint is turned (the Empty's axes are the bone's)"),
-         ("LOOK_AT", "Look At", "Make an axis of the joint point at the Empty"))
-CORE_KIND = {"POSITION": "position", "ROTATION": "rotation", "LOOK_AT": "look_at"}
+_KIND_HELP = {EffectorKind.POSITION: "Pin where the joint is",
+              EffectorKind.ROTATION: "Pin how the joint is turned (the Empty's axes are the bone's)",
+              EffectorKind.LOOK_AT: "Make an axis of the joint point at the Empty"}
+# Enum items: identifiers are EffectorKind's member names (POSITION, ROTATION, LOOK_AT).
+KINDS = tuple((k.name, k.name.replace("_", " ").title(), _KIND_HELP[k]) for k in EffectorKind)
 # A distinct look per kind: (empty display type, size in metres).
 LOOKS = {"POSITION": ("SPHERE", 0.04), "ROTATION": ("ARROWS", 0.12), "LOOK_AT": ("CONE", 0.05)}
 DEFAULT_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
@@ -75,7 +76,8 @@ def rest_joints(arm):
 
 
 def core_effectors(arm, objs):
-    """models.smplik.Effector list (SMPL frame, armature space) for effector objects."""
+    """models.ik.effectors.Effector list (SMPL frame, armature space) for effector objects.
+    The add-on's kind identifiers are EffectorKind's member names."""
     to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
     frames = bridge.rest_frames(arm)
     out = []
@@ -83,7 +85,7 @@ def core_effectors(arm, objs):
         props = obj.smpl_ik_effector
         j = JOINT_INDEX[props.joint]
         target = bridge.effector_target(props.kind, to_arm @ bridge.matrix_array(obj.matrix_world), frames[j])
-        out.append(Effector(props.joint, CORE_KIND[props.kind], tuple(map(tuple, target)) if target.ndim == 2
+        out.append(Effector(props.joint, EffectorKind[props.kind], tuple(map(tuple, target)) if target.ndim == 2
                             else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight))
     return out
 

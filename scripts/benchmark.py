@@ -48,8 +48,9 @@ from models.core.kinematics import forward_kinematics  # noqa: E402
 from models.motion.retarget import retarget  # noqa: E402
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
 from models.ik.refine import refine_pose  # noqa: E402
-from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, Effector, SmplIk, encode_effectors  # noqa: E402
+from models.core.skeleton import JOINT_NAMES, PARENTS  # noqa: E402
+from models.ik.effectors import Effector, EffectorKind, encode_effector_sets, joint_of  # noqa: E402
+from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk  # noqa: E402
 from models.ik.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
 from models.ik.nn import WEIGHTS_DIR  # noqa: E402
 
@@ -121,28 +122,16 @@ def random_effectors(pos, world, rng):
         for i, j in enumerate(rng.permutation(24)[:k]):
             u = 0.0 if i == 0 else rng.random()
             if u < 0.6:
-                effs.append(Effector(int(j), "position", tuple(pos[n, j])))
+                effs.append(Effector(int(j), EffectorKind.POSITION, tuple(pos[n, j])))
             elif u < 0.85:
-                effs.append(Effector(int(j), "rotation", world[n, j]))
+                effs.append(Effector(int(j), EffectorKind.ROTATION, world[n, j]))
             else:
                 axis = rng.normal(size=3)
                 axis /= np.linalg.norm(axis)
-                effs.append(Effector(int(j), "look_at", tuple(pos[n, j] + world[n, j] @ axis * rng.uniform(0.3, 2)),
+                effs.append(Effector(int(j), EffectorKind.LOOK_AT, tuple(pos[n, j] + world[n, j] @ axis * rng.uniform(0.3, 2)),
                                      tuple(axis)))
         sets.append(effs)
     return sets
-
-
-def smplik_batch(net, sets, rest):
-    """Solve many effector sets at once (padded): local rotations, trans."""
-    enc = [encode_effectors(e) for e in sets]
-    width = max(len(j) for j, _, _ in enc)
-    n = len(sets)
-    joints, feats = np.zeros((n, width), np.int64), np.zeros((n, width, 16))
-    mask, positional = np.zeros((n, width)), np.zeros((n, width))
-    for i, (j, f, p) in enumerate(enc):
-        joints[i, :len(j)], feats[i, :len(j)], mask[i, :len(j)], positional[i, :len(j)] = j, f, 1, p
-    return net.predict(joints, feats, mask, positional, rest)
 
 
 def refined(local, trans, rest, sets, pos, gt_rot, network):
@@ -157,8 +146,7 @@ def refined(local, trans, rest, sets, pos, gt_rot, network):
 
 
 def effector_joints(sets):
-    return [[int(e.joint) if not isinstance(e.joint, str) else JOINT_INDEX[e.joint]
-             for e in effs if e.kind == "position"] for effs in sets]
+    return [[joint_of(e, n) for n, e in enumerate(effs) if e.kind == EffectorKind.POSITION] for effs in sets]
 
 
 def median_seconds(call, repeats):
@@ -236,7 +224,7 @@ def main(argv=None):
                              "ms_single": single * 1000, "per_s_batch": rate}
         methods["smplik_6pt_refined"] = refined(local, trans, rest, six, pos, gt_rot, methods["smplik_6pt"])
         sets = random_effectors(pos, world, np.random.default_rng(0))
-        local, trans = smplik_batch(net, sets, rest)
+        local, trans = net.predict(encode_effector_sets(sets), rest)
         counts = np.array([len(e) for e in sets])
         by_count = {}
         for lo, hi in ((3, 4), (5, 8), (9, 12)):

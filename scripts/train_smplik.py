@@ -26,7 +26,8 @@ from models.ik.nn import prepare  # noqa: E402
 from models.core.rotations import geodesic_angle  # noqa: E402
 from models.training.rotations import matrix_to_rot6d, unit  # noqa: E402
 from models.core.skeleton import NUM_JOINTS  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS, KINDS, NUM_FEATURES, SIX_POINT_JOINTS, SmplIk  # noqa: E402
+from models.ik.effectors import KINDS, Column, EncodedEffectors  # noqa: E402
+from models.ik.smplik import DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SmplIk  # noqa: E402
 from models.training.smplik import SmplIkTorch  # noqa: E402
 from models.training.loop import (TorchBody, bend_options, bend_settings, finish, fk, geodesic, initialise,  # noqa: E402
                                    load_pose_data, run_config, sample_batch, train, training_arguments)
@@ -40,8 +41,8 @@ MAX_EFF = 12
 
 
 def make_effectors(world, pos, gen, six_share=0.3):
-    """Random effector sets for a batch: joints (B, E), feats (B, E, 16), mask, positional,
-    kinds (B, E), axes (B, E, 3) (look-at axes)."""
+    """Random effector sets for a batch: joints (B, E), feats (B, E, Column.COUNT), mask (B, E),
+    kinds (B, E) (indices into KINDS), axes (B, E, 3) (look-at axes)."""
     b = len(pos)
     joints = torch.argsort(torch.rand(b, NUM_JOINTS, generator=gen), dim=1)[:, :MAX_EFF]
     count = torch.randint(3, MAX_EFF + 1, (b,), generator=gen)
@@ -60,14 +61,13 @@ def make_effectors(world, pos, gen, six_share=0.3):
     look = p + dist * torch.einsum("beij,bej->bei", g, axes)
     weight = torch.where(torch.rand(b, MAX_EFF, generator=gen) < 0.8, torch.ones(b, MAX_EFF),
                          0.1 + 0.9 * torch.rand(b, MAX_EFF, generator=gen))
-    feats = torch.zeros(b, MAX_EFF, NUM_FEATURES)
-    feats[..., :3] = torch.nn.functional.one_hot(kinds, 3).float()
-    feats[..., 3:6] = torch.where((kinds == 0)[..., None], p, torch.where((kinds == 2)[..., None], look, 0.0))
-    feats[..., 6:12] = torch.where((kinds == 1)[..., None], matrix_to_rot6d(g), 0.0)
-    feats[..., 12:15] = torch.where((kinds == 2)[..., None], axes, 0.0)
-    feats[..., 15] = weight
-    positional = (kinds != 1).float()
-    return joints, feats, mask, positional, kinds, axes
+    feats = torch.zeros(b, MAX_EFF, Column.COUNT)
+    feats[..., Column.KIND] = torch.nn.functional.one_hot(kinds, len(KINDS)).float()
+    feats[..., Column.POINT] = torch.where((kinds == 0)[..., None], p, torch.where((kinds == 2)[..., None], look, 0.0))
+    feats[..., Column.ROT6D] = torch.where((kinds == 1)[..., None], matrix_to_rot6d(g), 0.0)
+    feats[..., Column.AXIS] = torch.where((kinds == 2)[..., None], axes, 0.0)
+    feats[..., Column.WEIGHT] = weight
+    return joints, feats, mask, kinds, axes
 
 
 def batch(data, body, size, gen, swap=0.0, jitter=0.0, **bend):
@@ -79,14 +79,14 @@ def batch(data, body, size, gen, swap=0.0, jitter=0.0, **bend):
 
 
 def losses(model, rot, rest, world, pos, eff, joint_weight=5.0):
-    joints, feats, mask, positional, kinds, axes = eff
-    local, trans = model(joints, feats, mask, positional, rest)
+    joints, feats, mask, kinds, axes = eff
+    local, trans = model(joints, feats, mask, rest)
     w_pred, p_pred = fk(local, rest, trans)
     rows = torch.arange(len(pos))[:, None]
-    m = mask * feats[..., 15]
-    pe = (p_pred[rows, joints] - feats[..., 3:6]).norm(dim=-1)
+    m = mask * feats[..., Column.WEIGHT]
+    pe = (p_pred[rows, joints] - feats[..., Column.POINT]).norm(dim=-1)
     re = geodesic(w_pred[rows, joints], world[rows, joints])
-    d = unit(feats[..., 3:6] - p_pred[rows, joints])
+    d = unit(feats[..., Column.POINT] - p_pred[rows, joints])
     le = 1 - (torch.einsum("beij,bej->bei", w_pred[rows, joints], axes) * d).sum(-1)
     eff_loss = (m * torch.where(kinds == 0, 5 * pe, torch.where(kinds == 1, re, le))).sum() / m.sum()
     return geodesic(local, rot).mean() + joint_weight * (p_pred - pos).norm(dim=-1).mean() + eff_loss
@@ -100,9 +100,9 @@ def evaluate(model, data, body, frames=1000, seed=1):
     net = SmplIk(prepare(model.numpy_params()), model.config)
     out = {}
     for name, share in (("six_points", 1.0), ("random", 0.0)):
-        joints, feats, mask, positional, _, _ = make_effectors(world, pos, gen, six_share=share)
-        local, tr = net.predict(joints.numpy(), feats.double().numpy(), mask.double().numpy(),
-                                positional.double().numpy(), rest.double().numpy())
+        joints, feats, mask, _, _ = make_effectors(world, pos, gen, six_share=share)
+        encoded = EncodedEffectors(joints.numpy(), feats.double().numpy(), mask.double().numpy())
+        local, tr = net.predict(encoded, rest.double().numpy())
         _, p = fk(torch.from_numpy(local).float(), rest, torch.from_numpy(tr).float())
         out[f"{name}_mpjpe_mm"] = round(float((p - pos).norm(dim=-1).mean() * 1000), 2)
         out[f"{name}_geodesic_deg"] = round(float(np.degrees(geodesic_angle(local, rot.double().numpy())).mean()), 2)
@@ -137,7 +137,7 @@ def main(argv=None):
                       args.joint_weight)
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
-    extra = {"effector_kinds": list(KINDS), "max_effectors_in_training": MAX_EFF,
+    extra = {"effector_kinds": [k.value for k in KINDS], "max_effectors_in_training": MAX_EFF,
              "six_point_share": args.six_share, "part_swap": args.swap, "jitter": args.jitter,
              "joint_weight": args.joint_weight, **bend_settings(args)}
     finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)

@@ -11,8 +11,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.kinematics import forward_kinematics
-from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, unit
-from ..core.skeleton import NUM_JOINTS, PARENTS, joint_index
+from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, skew, unit
+from ..core.skeleton import NUM_JOINTS, PARENTS
+from .effectors import KIND_INDEX, EffectorKind, joint_of, kind_of
 
 # ANCESTOR[j, k]: k is j or one of its ancestors (turning k moves j).
 ANCESTOR = np.zeros((NUM_JOINTS, NUM_JOINTS))
@@ -22,14 +23,8 @@ for _j in range(NUM_JOINTS):
         ANCESTOR[_j, _k] = 1.0
         _k = PARENTS[_k]
 _PARENT_OR_SELF = [max(p, 0) for p in PARENTS]
-_KIND = {"position": 0, "rotation": 1, "look_at": 2}
-
-
-def _skew(v):
-    """(..., 3) -> (..., 3, 3) cross-product matrices."""
-    k = np.zeros(v.shape + (3,))
-    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
-    return k - np.swapaxes(k, -1, -2)
+POSITION, ROTATION, LOOK_AT = (KIND_INDEX[k] for k in (EffectorKind.POSITION, EffectorKind.ROTATION,
+                                                         EffectorKind.LOOK_AT))
 
 
 class _Targets:
@@ -38,22 +33,22 @@ class _Targets:
 
     def __init__(self, effectors):
         n = len(effectors)
-        self.joint = np.array([joint_index(e.joint) if isinstance(e.joint, str) else int(e.joint)
-                               for e in effectors], dtype=np.int64)
-        self.kind = np.array([_KIND[e.kind] for e in effectors])
+        self.joint = np.array([joint_of(e, n) for n, e in enumerate(effectors)], dtype=np.int64)
+        kinds = [kind_of(e) for e in effectors]
+        self.kind = np.array([KIND_INDEX[k] for k in kinds])
         self.weight = np.array([float(e.weight) for e in effectors])
         self.point = np.zeros((n, 3))
         self.rotation = np.tile(np.eye(3), (n, 1, 1))
         self.axis = np.zeros((n, 3))
-        for i, e in enumerate(effectors):
-            if e.kind == "rotation":
+        for i, (e, kind) in enumerate(zip(effectors, kinds)):
+            if kind is EffectorKind.ROTATION:
                 self.rotation[i] = np.asarray(e.target, float)
             else:
                 self.point[i] = np.asarray(e.target, float)
-            if e.kind == "look_at":
+            if kind is EffectorKind.LOOK_AT:
                 self.axis[i] = unit(np.asarray(e.axis, float))
         self.mask = ANCESTOR[self.joint]                                   # (E, 24)
-        self.any_rotation = bool((self.kind == 1).any())
+        self.any_rotation = bool((self.kind == ROTATION).any())
 
 
 def _residuals(t, world, pos, want_jacobian):
@@ -67,17 +62,17 @@ def _residuals(t, world, pos, want_jacobian):
     dist = np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-6)
     v = to / dist
     kind = t.kind[:, None]
-    r = np.where(kind == 0, r, np.where(kind == 1, rot_err, u - v)) * t.weight[:, None]
+    r = np.where(kind == POSITION, r, np.where(kind == ROTATION, rot_err, u - v)) * t.weight[:, None]
     if not want_jacobian:
         return r.ravel(), None
     n = len(t.joint)
-    lever = _skew(p[:, None] - pos[None])                                   # (E, 24, 3, 3)
+    lever = skew(p[:, None] - pos[None])                                   # (E, 24, 3, 3)
     proj = (np.eye(3) - v[:, :, None] * v[:, None, :]) / dist[..., None]    # (E, 3, 3)
-    turn = np.where(kind[..., None, None] == 0, -lever,
-                    np.where(kind[..., None, None] == 1, np.eye(3),
-                             -_skew(u)[:, None] - proj[:, None] @ lever))
+    turn = np.where(kind[..., None, None] == POSITION, -lever,
+                    np.where(kind[..., None, None] == ROTATION, np.eye(3),
+                             -skew(u)[:, None] - proj[:, None] @ lever))
     turn = turn * (t.mask * t.weight[:, None])[..., None, None]
-    move = np.where(kind[..., None] == 0, np.eye(3), np.where(kind[..., None] == 2, proj, 0.0))
+    move = np.where(kind[..., None] == POSITION, np.eye(3), np.where(kind[..., None] == LOOK_AT, proj, 0.0))
     jac = np.concatenate([turn.transpose(0, 2, 1, 3).reshape(n, 3, 3 * NUM_JOINTS),
                           move * t.weight[:, None, None]], axis=2)
     return r.ravel(), jac.reshape(3 * n, -1)

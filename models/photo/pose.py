@@ -375,9 +375,10 @@ def pose_from_detection(detection, rest, min_visibility=0.5):
         trans = targets[0] - rest[0]
         method = "ikgat"
     else:
-        from ..ik.smplik import Effector, load_smplik
+        from ..ik.effectors import Effector, EffectorKind
+        from ..ik.smplik import load_smplik
 
-        effectors = [Effector(JOINT_NAMES[j], "position", tuple(targets[j]))
+        effectors = [Effector(JOINT_NAMES[j], EffectorKind.POSITION, tuple(targets[j]))
                      for j in np.flatnonzero(confident)]
         solution = load_smplik().solve(effectors, rest, refine=True)
         local_rot, trans = solution.local_rot, np.asarray(solution.trans, dtype=np.float64)

@@ -65,7 +65,8 @@ class TorchBody:
         self.j0 = torch.tensor(j0, dtype=torch.float32)
         self.jd = torch.tensor(jd, dtype=torch.float32)
 
-    def joints(self, betas):
+    def rest_joints(self, betas):
+        """(N, 24, 3) rest joints for betas (N, 10)."""
         return self.j0 + torch.einsum("jcb,nb->njc", self.jd, betas)
 
 

@@ -4,7 +4,8 @@ from torch import nn
 
 from .rotations import rot6d_to_matrix
 from ..core.skeleton import MIRROR, NUM_JOINTS, PARENT_OR_SELF
-from ..ik.smplik import _KIND, _MIRROR_OUT, _OUT_SIGN, _SLOT_SIGN, _SLOT_WEIGHTS, _SRC, SLOT
+from ..ik.effectors import Column
+from ..ik.smplik import MIRROR_OUT, OUT_SIGN, SLOT_KIND, SLOT_SIGN, SLOT_SOURCE, Slot
 
 
 class Block(nn.Module):
@@ -17,31 +18,32 @@ class Block(nn.Module):
 
 
 def network_input(joints, feats, mask, rest):
-    """The same slots, weights and centre as smplik.network_input (its column tables)."""
-    kind_weight = feats[..., :3] * (feats[..., 15] * mask)[..., None]
-    rows = feats[..., _SRC] * kind_weight[..., _KIND]
+    """The same slots, weights and centre as smplik.network_input (its column tables), for
+    tensors: joints (B, E), feats (B, E, Column.COUNT), mask (B, E), rest (B, 24, 3)."""
+    kind_weight = feats[..., Column.KIND] * (feats[..., Column.WEIGHT] * mask)[..., None]
+    rows = feats[..., SLOT_SOURCE] * kind_weight[..., SLOT_KIND]
     onehot = (joints[..., None] == torch.arange(NUM_JOINTS)).to(rows.dtype)
     slots = torch.einsum("bej,bef->bjf", onehot, rows)
-    wsum = slots[..., _SLOT_WEIGHTS]
+    wsum = slots[..., Slot.WEIGHTS]
     w = wsum.clamp_max(1)
-    slots = torch.where(_IS_WEIGHT, w[..., _KIND], slots / wsum.clamp_min(1e-6)[..., _KIND])
+    slots = torch.where(_IS_WEIGHT, w[..., SLOT_KIND], slots / wsum.clamp_min(1e-6)[..., SLOT_KIND])
     wp = w[..., 0::2]
-    centre = (slots[..., 0:3] * wp[..., :1] + slots[..., 11:14] * wp[..., 1:]).sum(1) / wp.sum((1, 2)).clamp_min(1e-9)[:, None]
+    centre = (slots[..., Slot.POSITION] * wp[..., :1] + slots[..., Slot.LOOK_TARGET] * wp[..., 1:]).sum(1) / wp.sum((1, 2)).clamp_min(1e-9)[:, None]
     shift = torch.einsum("bjkc,kcf->bjf", centre[:, None, None] * (wp > 0)[..., None], _PLACE.to(slots.dtype))
     return torch.cat([slots - shift, rest - rest[:, :1]], -1).reshape(len(joints), -1), centre
 
 
-_IS_WEIGHT = torch.zeros(SLOT, dtype=torch.bool)
-_IS_WEIGHT[_SLOT_WEIGHTS] = True
-_PLACE = torch.zeros(2, 3, SLOT, dtype=torch.float64)   # puts a centre shift under the position / look-at columns
-_PLACE[0, :, 0:3] = _PLACE[1, :, 11:14] = torch.eye(3, dtype=torch.float64)
+_IS_WEIGHT = torch.zeros(Slot.WIDTH, dtype=torch.bool)
+_IS_WEIGHT[Slot.WEIGHTS] = True
+_PLACE = torch.zeros(2, 3, Slot.WIDTH, dtype=torch.float64)   # puts a centre shift under the position / look-at columns
+_PLACE[0, :, Slot.POSITION] = _PLACE[1, :, Slot.LOOK_TARGET] = torch.eye(3, dtype=torch.float64)
 
 
 class SmplIkTorch(nn.Module):
     def __init__(self, width=512, hidden=256, blocks=3):
         super().__init__()
         self.config = {"arch": "smplik-v2", "width": width, "hidden": hidden, "blocks": blocks}
-        self.inp = nn.Linear(NUM_JOINTS * (SLOT + 3), width)
+        self.inp = nn.Linear(NUM_JOINTS * Slot.INPUT, width)
         self.blocks = nn.ModuleList(Block(width, hidden) for _ in range(blocks))
         self.out_norm, self.out = nn.LayerNorm(width), nn.Linear(width, NUM_JOINTS * 6 + 3)
         nn.init.zeros_(self.out.bias)
@@ -53,15 +55,15 @@ class SmplIkTorch(nn.Module):
             h = b(h)
         return self.out(self.out_norm(h))
 
-    def forward(self, joints, feats, mask, positional, rest, symmetric=False):
+    def forward(self, joints, feats, mask, rest, symmetric=False):
         """Local rotations (B, 24, 3, 3) and trans (B, 3); same as SmplIk.predict (symmetric:
         averaged with the mirrored problem's answer, as the numpy runtime does by default)."""
         x, centre = network_input(joints, feats, mask, rest)
         out = self.network(x)
         if symmetric:
-            sign = torch.from_numpy(_SLOT_SIGN).to(x.dtype)
+            sign = torch.from_numpy(SLOT_SIGN).to(x.dtype)
             mirrored = (x.reshape(len(x), NUM_JOINTS, -1)[:, list(MIRROR)] * sign).reshape(len(x), -1)
-            out = 0.5 * (out + self.network(mirrored)[:, _MIRROR_OUT] * torch.from_numpy(_OUT_SIGN).to(x.dtype))
+            out = 0.5 * (out + self.network(mirrored)[:, MIRROR_OUT] * torch.from_numpy(OUT_SIGN).to(x.dtype))
         rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
         world = rot6d_to_matrix(rot6)
         local = torch.cat([world[:, :1], world[:, list(PARENT_OR_SELF[1:])].transpose(-1, -2) @ world[:, 1:]], 1)

@@ -10,8 +10,8 @@ from models.ik.nn import prepare, save_weights
 from models.ik.refine import _residuals, _Targets, apply_step, effector_errors, refine_pose
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
 from models.core.skeleton import JOINT_INDEX, PARENTS
-from models.ik.smplik import (DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, Effector, SmplIk, encode_effectors,
-                           six_point_effectors)
+from models.ik.effectors import Effector, encode_effectors
+from models.ik.smplik import DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, SmplIk, six_point_effectors
 
 torch = pytest.importorskip("torch")
 
@@ -44,12 +44,11 @@ def mixed_effectors(fk):
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_numpy_matches_torch(random_model, open_body, rng, symmetric):
     _, rest, fk = true_pose(open_body, rng)
-    joints, feats, positional = encode_effectors(mixed_effectors(fk))
+    enc = encode_effectors(mixed_effectors(fk))
     net = SmplIk(prepare(random_model.numpy_params()), random_model.config, symmetric=symmetric)
-    local, trans = net.predict(joints[None], feats[None], np.ones((1, len(joints))), positional[None], rest[None])
-    ref_local, ref_trans = random_model(torch.from_numpy(joints[None]), torch.from_numpy(feats[None]),
-                                        torch.ones(1, len(joints), dtype=torch.float64),
-                                        torch.from_numpy(positional[None]).double(), torch.from_numpy(rest[None]),
+    local, trans = net.predict(enc, rest[None])
+    ref_local, ref_trans = random_model(torch.from_numpy(enc.joints), torch.from_numpy(enc.rows),
+                                        torch.from_numpy(enc.mask), torch.from_numpy(rest[None]),
                                         symmetric=symmetric)
     assert np.abs(local - ref_local.detach().numpy()).max() < 1e-4
     # orthonormal to float64 precision, which the refinement's convergence needs
@@ -319,7 +318,7 @@ def test_joint_weight_scales_only_the_joint_position_term(random_model):
     rot, rest, _, world, pos = batch(data, TorchBody(), 16, gen)
     model = random_model.float()
     eff = make_effectors(world, pos, gen)
-    local, trans = model(*eff[:4], rest)
+    local, trans = model(*eff[:3], rest)
     mpjpe = (fk(local, rest, trans)[1] - pos).norm(dim=-1).mean()
     gap = losses(model, rot, rest, world, pos, eff, 20.0) - losses(model, rot, rest, world, pos, eff, 5.0)
     assert mpjpe > 0.01 and torch.isclose(gap, 15.0 * mpjpe, rtol=1e-3)
