@@ -30,6 +30,28 @@ def from_blender(points):
     return np.asarray(points) @ BLENDER_FROM_SMPL
 
 
+def up_extent(points):
+    """(lowest, highest) of (N, 3) SMPL-frame points along SMPL's up axis (Y), metres."""
+    heights = np.asarray(points)[:, 1]
+    return float(heights.min()), float(heights.max())
+
+
+def object_matrix(axes, origin):
+    """(4, 4) Blender matrix of an object whose axes (3, 3), columns, and origin (3,) are
+    given in SMPL's frame (an object with the identity axes lies in SMPL's XY plane, facing
+    the body's front)."""
+    m = np.eye(4)
+    m[:3, :3] = BLENDER_FROM_SMPL @ np.asarray(axes)
+    m[:3, 3] = to_blender(origin)
+    return m
+
+
+def frame_to_blender(to_smpl):
+    """(3, 3) the map taking offsets in some frame to Blender's axes, from `to_smpl`, the map
+    taking them to SMPL's frame."""
+    return BLENDER_FROM_SMPL @ np.asarray(to_smpl)
+
+
 def _child(j):
     if j in _TAIL_CHILD:
         return _TAIL_CHILD[j]

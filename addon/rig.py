@@ -94,8 +94,8 @@ def _mat(m):
 def _proxy_matrix(rig, fit):
     """(4, 4) world matrix of the proxy armature: SMPL-frame metres (Blender axes) to the
     rig's world frame and units, at the rig's origin."""
-    m = np.eye(4)
-    m[:3, :3] = fit.to_smpl.T @ bridge.BLENDER_FROM_SMPL.T / fit.unit
+    m = np.eye(4)   # the inverse of rig frame -> proxy (to_smpl is a rotation, unit a scale)
+    m[:3, :3] = bridge.frame_to_blender(fit.to_smpl).T / fit.unit
     m[:3, 3] = bridge.matrix_array(rig.matrix_world)[:3, 3]
     return m
 
