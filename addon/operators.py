@@ -301,8 +301,7 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
                 bpy.ops.smpl_ik.add_body()
                 arm = context.active_object
             try:
-                solved, found = photo.pose_from_image(context, arm, self.filepath, self.person - 1,
-                                                      self.min_visibility, self.reference, self.effectors)
+                result = photo.pose_from_image(context, arm, self.photo_options())
             except SmplIkError:
                 if created:  # leave the scene as it was
                     mesh = arm.smpl_ik.mesh
@@ -312,10 +311,15 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
         except SmplIkError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        seen = int(solved.confident.sum())
-        self.report({"INFO"}, f"Posed {arm.name} from person {self.person} of {found} "
-                              f"({seen} of 24 joints seen, {'IK-GAT' if solved.method == 'ikgat' else 'SMPL-IK'})")
+        seen = int(result.pose.confident.sum())
+        method = "IK-GAT" if result.pose.method == "ikgat" else "SMPL-IK"
+        self.report({"INFO"}, f"Posed {arm.name} from person {self.person} of {result.people} "
+                              f"({seen} of 24 joints seen, {method})")
         return {"FINISHED"}
+
+    def photo_options(self):
+        return photo.PhotoOptions(filepath=self.filepath, person=self.person, min_visibility=self.min_visibility,
+                                  show_photo=self.reference, add_effectors=self.effectors)
 
 
 class RigOperator(BodyOperator):

@@ -5,7 +5,7 @@ photo behind the body as a reference.
 MediaPipe is imported on first use only; the per-platform builds of the extension bundle it.
 """
 import importlib.util
-import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import bpy
@@ -15,14 +15,37 @@ from mathutils import Matrix
 from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_INDEX
 from . import bridge
+from .builds import PHOTO_PLATFORMS, zip_name
 from .effectors import create_effector, effectors_of, pin, rest_joints
 
 # Joints that get an effector when the photo showed them.
 EFFECTOR_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle",
                    "left_elbow", "right_elbow", "left_knee", "right_knee")
+_ZIPS = [zip_name(p) for p in PHOTO_PLATFORMS]
 MISSING = ("Pose from a photo needs MediaPipe, which this build of the extension does not "
-           "include: install the SMPL-IK build made for your platform (its file name ends in "
-           "linux-x64, windows-x64 or macos-arm64)")
+           "include: install the SMPL-IK build made for your platform, "
+           f"{', '.join(_ZIPS[:-1])} or {_ZIPS[-1]}")
+PHOTO_BEHIND = 0.6   # metres from the body's origin to the reference photo, behind it
+
+
+@dataclass(frozen=True)
+class PhotoOptions:
+    """What Pose from Photo is asked to do. person: 1 is the largest person in the photo;
+    min_visibility: joints the detector is less sure of are left to SMPL-IK."""
+
+    filepath: str
+    person: int = 1
+    min_visibility: float = 0.5
+    show_photo: bool = True
+    add_effectors: bool = True
+
+
+@dataclass(frozen=True)
+class PhotoResult:
+    """pose: the models.photo.pose.PhotoPose written to the body; people: how many were found."""
+
+    pose: object
+    people: int
 
 
 def detector_available():
@@ -32,6 +55,8 @@ def detector_available():
 def load_rgb(filepath):
     """(H, W, 3) uint8 pixels and the Blender image of a file; the image is removed again if
     it cannot be read. Raises SmplIkError naming the file."""
+    if not filepath.strip():
+        raise SmplIkError("no photo was given: choose an image file (the file path is empty)")
     path = Path(bpy.path.abspath(filepath))
     if not path.is_file():
         raise SmplIkError(f"{path}: no such file")
@@ -59,8 +84,8 @@ def _reference_empty(context, arm, image, detection, rgb_shape):
     """An image Empty behind the body, scaled so the person is about the body's height."""
     height_px, width_px = rgb_shape[:2]
     x0, y0, x1, y1 = detection.bbox
-    rest = rest_joints(arm)
-    body_height = rest[:, 1].max() - rest[:, 1].min() + 0.25   # joints span less than the body
+    low, high = bridge.up_extent(rest_joints(arm))
+    body_height = high - low + 0.25   # joints span less than the body
     metres_per_px = body_height / max(y1 - y0, 1.0)
     obj = bpy.data.objects.new(f"{arm.name} photo", None)
     obj.empty_display_type = "IMAGE"
@@ -69,19 +94,20 @@ def _reference_empty(context, arm, image, detection, rgb_shape):
     obj.empty_image_depth = "BACK"
     obj.color[3] = 0.6
     obj.use_empty_image_alpha = True
-    # put the person's box (cx, cz from the picture's centre, image right = body +X) on the body,
-    # and stand the picture upright behind it (the body faces -Y)
+    # In SMPL's frame: the picture in the XY plane (image right = the body's left, +X; image
+    # up = +Y) behind the body (-Z), the person's box centre (cx, cy from the picture's
+    # centre) on the middle of the body.
     cx = ((x0 + x1) / 2 - width_px / 2) * metres_per_px
-    cz = (height_px / 2 - (y0 + y1) / 2) * metres_per_px
-    middle = (rest[:, 1].max() + rest[:, 1].min()) / 2
-    obj.matrix_world = (arm.matrix_world @ Matrix.Translation((-cx, 0.6, middle - cz))
-                        @ Matrix.Rotation(math.pi / 2, 4, "X"))
+    cy = (height_px / 2 - (y0 + y1) / 2) * metres_per_px
+    origin = (-cx, (low + high) / 2 - cy, -PHOTO_BEHIND)
+    obj.matrix_world = arm.matrix_world @ Matrix(bridge.object_matrix(np.eye(3), origin).tolist())
     context.collection.objects.link(obj)
     return obj
 
 
-def pose_from_image(context, arm, filepath, person=0, min_visibility=0.5, reference=True, effectors=True):
-    """Pose `arm` from the person in a photo; returns (PhotoPose, number of people found).
+def pose_from_image(context, arm, options):
+    """Pose `arm` from the person in a photo as PhotoOptions `options` say; returns a
+    PhotoResult.
 
     Raises SmplIkError before changing anything when the photo cannot be read, nobody is
     found or too little of the person is visible."""
@@ -89,30 +115,34 @@ def pose_from_image(context, arm, filepath, person=0, min_visibility=0.5, refere
 
     if not detector_available():
         raise SmplIkError(MISSING)
-    rgb, image = load_rgb(filepath)
+    if options.person < 1:
+        raise SmplIkError(f"person {options.person}: people are counted from 1 (the largest)")
+    rgb, image = load_rgb(options.filepath)
+    index = options.person - 1
     try:
-        people = detect_people(rgb, max_people=max(3, person + 1))
-        name = Path(bpy.path.abspath(filepath)).name
+        people = detect_people(rgb, max_people=max(3, options.person + 1))
+        name = Path(bpy.path.abspath(options.filepath)).name
         if not people:
             raise SmplIkError(f"{name}: no person found (the detector needs one person's body, "
                               "most of it in the frame)")
-        if person >= len(people):
-            raise SmplIkError(f"{name}: asked for person {person + 1} (largest first) but found "
-                              f"only {len(people)}")
-        solved = pose_from_detection(people[person], rest_joints(arm), min_visibility)
+        if index >= len(people):
+            found = "only 1 person" if len(people) == 1 else \
+                f"only {len(people)} people; choose a person from 1 to {len(people)}"
+            raise SmplIkError(f"{name}: asked for person {options.person} (largest first) but found {found}")
+        solved = pose_from_detection(people[index], rest_joints(arm), options.min_visibility)
     except Exception:
         bpy.data.images.remove(image)
         raise
     bridge.write_pose(arm, solved.local_rot, solved.trans, bridge.rest_frames(arm))
-    if effectors:
+    if options.add_effectors:
         have = {o.smpl_ik_effector.joint for o in effectors_of(arm, enabled_only=False)
                 if o.smpl_ik_effector.kind == "POSITION"}
         for joint in EFFECTOR_JOINTS:
             if solved.confident[JOINT_INDEX[joint]] and joint not in have:
                 create_effector(context, arm, joint, "POSITION")
     pin(arm, effectors_of(arm, enabled_only=False))
-    if reference:
-        _reference_empty(context, arm, image, people[person], rgb.shape)
+    if options.show_photo:
+        _reference_empty(context, arm, image, people[index], rgb.shape)
     elif not image.users:
         bpy.data.images.remove(image)
-    return solved, len(people)
+    return PhotoResult(pose=solved, people=len(people))

@@ -1,4 +1,5 @@
 """The extension in Blender: packaging, add_body, shape sliders, preferences, bad input."""
+import importlib
 import subprocess
 import sys
 import zipfile
@@ -81,6 +82,32 @@ def test_built_zip_installs_enables_and_unregisters_cleanly(tmp_path):
     script.write_text(INSTALL_SCRIPT)
     run = subprocess.run([sys.executable, str(script), str(zip_path)], capture_output=True, text=True)
     assert "INSTALL-OK" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_missing_photo_packages_message_names_each_zip_as_the_builder_names_it(ext, tmp_path):
+    """Build, as scripts/build_extension.py does (a manifest listing the platforms, split by
+    Blender's builder), a stand-in with this extension's id and version; the message must
+    name every zip that comes out, and the platforms must be the ones the build script builds."""
+    import build_extension
+    import fetch_wheels
+
+    builds = importlib.import_module(blender_session.MODULE + ".addon.builds")
+    photo = importlib.import_module(blender_session.MODULE + ".addon.photo")
+    assert list(builds.PHOTO_PLATFORMS) == list(fetch_wheels.PLATFORMS)
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    out.mkdir()
+    manifest = (ROOT / "blender_manifest.toml").read_text()
+    (src / "blender_manifest.toml").write_text(build_extension.staged_manifest(manifest, [], builds.PHOTO_PLATFORMS))
+    (src / "__init__.py").write_text("def register(): pass\ndef unregister(): pass\n")
+    run = subprocess.run([sys.executable, str(BLENDER_EXT), "build", "--split-platforms", "--source-dir", str(src),
+                          "--output-dir", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    built = sorted(p.name for p in out.glob("*.zip"))
+    assert len(built) == len(builds.PHOTO_PLATFORMS)
+    assert built == sorted(builds.zip_name(p) for p in builds.PHOTO_PLATFORMS)
+    for name in built:
+        assert name in photo.MISSING
 
 
 def test_add_body_builds_rig_and_mesh_at_cursor(bridge):

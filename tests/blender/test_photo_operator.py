@@ -5,7 +5,8 @@ import bpy
 import numpy as np
 import pytest
 
-from models.core.skeleton import JOINT_INDEX
+from models.core.kinematics import forward_kinematics
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 import blender_session
 from conftest import ROOT
@@ -59,17 +60,87 @@ def test_photo_pose_points_limbs_the_way_the_detector_does():
     assert len(ref) == 1 and ref[0].data.name.startswith("bus")
 
 
+def bone_angles(arm, detection):
+    """{joint: degrees} between the posed body's bone into each joint and the detection's, for
+    the bones whose both ends the detection saw. The pose is read back from the armature
+    (bridge.read_pose) and posed with the core's forward kinematics."""
+    from models.photo.pose import smpl_targets
+
+    bridge = addon("bridge")
+    local, trans = bridge.read_pose(arm, bridge.rest_frames(arm))
+    posed = forward_kinematics(local, addon("effectors").rest_joints(arm), PARENTS, trans).positions
+    seen, confident = smpl_targets(detection)
+    out = {}
+    for j in range(1, len(PARENTS)):
+        p = PARENTS[j]
+        if confident[j] and confident[p]:
+            want, got = seen[j] - seen[p], posed[j] - posed[p]
+            cos = want @ got / np.linalg.norm(want) / np.linalg.norm(got)
+            out[JOINT_NAMES[j]] = float(np.degrees(np.arccos(np.clip(cos, -1, 1))))
+    return out
+
+
 @needs_images
-def test_choosing_the_second_person_gives_another_pose():
+def test_choosing_the_second_person_poses_that_persons_limbs():
+    """bus.jpg: the second-largest person (16 joints seen, at the right edge) is solved by
+    SMPL-IK. Measured: its 15 seen bones within 2.8 degrees on average of the detection's,
+    13 at worst (the short pelvis-to-hip bones), against 60 on average from the largest
+    person's. Bounds: 5 and 20 degrees, and over 30 from the largest person."""
+    from models.photo.pose import detect_people
+
+    rgb, image = addon("photo").load_rgb(str(IMAGES / "bus.jpg"))
+    bpy.data.images.remove(image)
+    first, second = detect_people(rgb)[:2]
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
-    assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), reference=False) == {"FINISHED"}
-    first = addon("effectors").posed_joints(arm)[1]
-    assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), person=3, reference=False) == {"FINISHED"}
-    third = addon("effectors").posed_joints(arm)[1]
-    assert np.abs(first - third).max() > 0.02
-    with pytest.raises(RuntimeError, match="asked for person 9 .* found only 3"):
-        bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), person=9)
+    assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), person=2, reference=False) == {"FINISHED"}
+    own = bone_angles(arm, second)
+    assert len(own) >= 12
+    assert np.mean(list(own.values())) < 5 and max(own.values()) < 20, own
+    other = bone_angles(arm, first)
+    assert np.mean(list(other.values())) > 30, other
+
+
+@needs_images
+def test_asking_for_more_people_than_the_photo_shows_says_how_many_were_found():
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    before = scene_state()
+    for person in (5, 9):
+        with pytest.raises(RuntimeError, match=f"bus.jpg: asked for person {person} .* found only 3 people; "
+                                               "choose a person from 1 to 3"):
+            bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), person=person)
+    with pytest.raises(RuntimeError, match=r"camera.png: asked for person 2 .* found only 1 person$"):
+        bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "camera.png"), person=2)
+    assert scene_state() == before
+
+
+@needs_images
+def test_the_photo_stands_upright_behind_the_body_with_the_person_over_it():
+    from models.photo.pose import detect_people
+
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    arm.location, arm.rotation_euler = (1.0, 2.0, 0.3), (0.0, 0.0, 0.5)
+    bpy.context.view_layer.update()
+    assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), effectors=False) == {"FINISHED"}
+    (ref,) = [o for o in bpy.data.objects if o.type == "EMPTY" and o.empty_display_type == "IMAGE"]
+    rgb, image = addon("photo").load_rgb(str(IMAGES / "bus.jpg"))
+    bpy.data.images.remove(image)
+    x0, y0, x1, y1 = detect_people(rgb)[0].bbox
+    height, width = rgb.shape[:2]
+    per_px = ref.empty_display_size / max(width, height)     # the image's longer side spans the size
+    to_arm = np.array(arm.matrix_world.inverted() @ ref.matrix_world)
+    centre = to_arm @ [((x0 + x1) / 2 - width / 2) * per_px, (height / 2 - (y0 + y1) / 2) * per_px, 0, 1]
+    heads = np.array([b.head_local[:] for b in arm.data.bones])
+    assert abs(centre[0]) < 1e-4                                       # the person over the body
+    assert centre[1] == pytest.approx(0.6, abs=1e-4)                  # behind it (the body faces -Y)
+    assert centre[2] == pytest.approx((heads[:, 2].min() + heads[:, 2].max()) / 2, abs=1e-4)
+    assert np.allclose(to_arm[:3, :3] / per_px @ [0, 0, 1] / np.linalg.norm(to_arm[:3, 2] / per_px),
+                       [0, -1, 0], atol=1e-6)                          # facing the body's front
+    up = to_arm[:3, 1] / np.linalg.norm(to_arm[:3, 1])
+    assert np.allclose(up, [0, 0, 1], atol=1e-6)                       # the picture's up is up
+    person_height = (y1 - y0) * per_px * np.linalg.norm(to_arm[:3, 1])
+    assert person_height == pytest.approx(heads[:, 2].max() - heads[:, 2].min() + 0.25, rel=1e-6)
 
 
 @needs_images
@@ -92,3 +163,31 @@ def test_unreadable_or_missing_image_leaves_the_scene_unchanged(tmp_path):
     with pytest.raises(RuntimeError, match="missing.png: no such file"):
         bpy.ops.smpl_ik.pose_from_image(filepath=str(tmp_path / "missing.png"))
     assert scene_state() == before
+
+
+def test_no_file_given_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)    # an empty path must not be read as the current folder
+    for path in ("", "  "):
+        with pytest.raises(RuntimeError, match="no photo was given: choose an image file"):
+            bpy.ops.smpl_ik.pose_from_image(filepath=path)
+    assert scene_state() == ({}, 0)
+
+
+@needs_images
+def test_photo_options_choose_what_is_added_besides_the_pose():
+    photo = addon("photo")
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    bare = photo.PhotoOptions(str(IMAGES / "camera.png"), show_photo=False, add_effectors=False)
+    result = photo.pose_from_image(bpy.context, arm, bare)
+    assert result.people == 1 and result.pose.method == "smplik"       # some joints unseen at 0.5
+    assert not [o for o in bpy.data.objects if o.type == "EMPTY"] and not bpy.data.images
+    everything = photo.PhotoOptions(str(IMAGES / "camera.png"), min_visibility=0.0)
+    result = photo.pose_from_image(bpy.context, arm, everything)
+    assert result.pose.confident.all() and result.pose.method == "ikgat"
+    empties = [o for o in bpy.data.objects if o.type == "EMPTY"]
+    assert sorted(o.smpl_ik_effector.joint for o in empties if o.smpl_ik_effector.is_effector) == \
+        sorted(photo.EFFECTOR_JOINTS)
+    assert [o.empty_display_type for o in empties if not o.smpl_ik_effector.is_effector] == ["IMAGE"]
+    with pytest.raises(AttributeError):
+        everything.person = 3           # frozen: what the operator read stays what it asked for
