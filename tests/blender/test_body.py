@@ -132,6 +132,23 @@ def test_add_body_builds_rig_and_mesh_at_cursor(bridge):
     assert nose[1] < heads[JOINT_NAMES.index("head"), 1] - 0.05  # faces -Y, Blender's front
 
 
+def test_only_the_bridge_changes_axes(bridge):
+    """The bridge's matrices agree with its point conversion, and no other add-on module
+    holds the axis change or builds a rotation of its own."""
+    rng = np.random.default_rng(3)
+    axes, origin, points = axis_angle_to_matrix(rng.normal(size=3)), rng.normal(size=3), rng.normal(size=(5, 3))
+    m = bridge.object_matrix(axes, origin)
+    assert np.allclose(points @ m[:3, :3].T + m[:3, 3], bridge.to_blender(points @ axes.T + origin))
+    to_smpl = axis_angle_to_matrix(rng.normal(size=3))
+    assert np.allclose(points @ bridge.frame_to_blender(to_smpl).T, bridge.to_blender(points @ to_smpl.T))
+    assert bridge.up_extent(bridge.from_blender(points)) == (points[:, 2].min(), points[:, 2].max())
+    for path in sorted((ROOT / "addon").glob("*.py")):
+        if path.name != "bridge.py":
+            text = path.read_text()
+            for word in ("BLENDER_FROM_SMPL", "Matrix.Rotation("):
+                assert word not in text, f"addon/{path.name} uses {word}: convert through the bridge"
+
+
 def test_vertex_groups_carry_the_weights(bridge):
     arm = add_body()
     body = load_body_model()
