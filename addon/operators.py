@@ -56,26 +56,6 @@ class SMPL_IK_OT_add_body(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SMPL_IK_OT_reset_shape(bpy.types.Operator):
-    """Return the active body to the average shape (all betas zero), keeping its pose"""
-
-    bl_idname = "smpl_ik.reset_shape"
-    bl_label = "Reset Shape"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return body_of(context.active_object) is not None
-
-    def execute(self, context):
-        arm = body_of(context.active_object)
-        arm.smpl_ik.betas = [0.0] * NUM_BETAS
-        if arm.smpl_ik.status:
-            self.report({"ERROR"}, arm.smpl_ik.status)
-            return {"CANCELLED"}
-        return {"FINISHED"}
-
-
 def target_body(context):
     """The body an operator acts on: the active body, its mesh, or an active effector's body.
 
@@ -95,13 +75,11 @@ def target_body(context):
 
 class BodyOperator:
     """Mixin: `run(context, target)` on what `target(context)` picks (the body here);
-    SmplIkError from either becomes a report and cancels."""
+    SmplIkError from either becomes a report and cancels. There is no poll: a script or a
+    shortcut run with the wrong selection is told what to select instead of "poll() failed"
+    (the panels show these buttons only when there is something to act on)."""
 
     bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return context.active_object is not None
 
     def target(self, context):
         return target_body(context)
@@ -115,6 +93,19 @@ class BodyOperator:
         if message:
             self.report({"INFO"}, message)
         return {"FINISHED"}
+
+
+class SMPL_IK_OT_reset_shape(BodyOperator, bpy.types.Operator):
+    """Return the body to the average shape (all betas zero), keeping its pose"""
+
+    bl_idname = "smpl_ik.reset_shape"
+    bl_label = "Reset Shape"
+
+    def run(self, context, arm):
+        arm.smpl_ik.status = ""   # a refusal now is reported, not an old one
+        arm.smpl_ik.betas = [0.0] * NUM_BETAS
+        if arm.smpl_ik.status:
+            raise SmplIkError(arm.smpl_ik.status)
 
 
 _JOINT_CHOICES = [("ACTIVE", "Active Bone", "The active pose bone")] + [
