@@ -6,8 +6,6 @@ the root translation; residuals are each effector's error scaled by its weight. 
 keeps each step short, so the pose moves only as far as the effectors ask, and a target out
 of reach gives a stretched pose, never NaN.
 """
-from dataclasses import replace
-
 import numpy as np
 
 from ..core.kinematics import forward_kinematics
@@ -85,13 +83,6 @@ def apply_step(local_rot, trans, fk, step):
     wp = fk.rotations[_PARENT_OR_SELF]                       # a joint turns in its parent's frame
     wp[0] = np.eye(3)
     return np.swapaxes(wp, -1, -2) @ turn @ wp @ local_rot, trans + step[-3:]
-
-
-def effector_errors(effectors, local_rot, trans, rest):
-    """Per effector: metres (position), radians (rotation, look-at)."""
-    fk = forward_kinematics(local_rot, rest, PARENTS, trans)
-    r, _ = _residuals(_Targets([replace(e, weight=1.0) for e in effectors]), fk.rotations, fk.positions, False)
-    return np.linalg.norm(r.reshape(-1, 3), axis=1)
 
 
 def refine_pose(local_rot, trans, rest, effectors, iterations=20, damping=1e-3, tolerance=1e-5):

@@ -68,3 +68,29 @@ def smoke_train(script, tmp_path, rng, extra_args=(), name="weights"):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     return json.loads(out.with_suffix(".json").read_text()), out
+
+
+def measured_effector_errors(effectors, local_rot, trans, rest):
+    """Per effector, measured on the posed body by forward kinematics, independently of the
+    solver's residuals: metres from a position target; radians from a rotation target (geodesic);
+    radians between a look-at's posed axis and the direction to its target."""
+    import numpy as np
+
+    from models.core.kinematics import forward_kinematics
+    from models.core.rotations import geodesic_angle
+    from models.core.skeleton import JOINT_INDEX, PARENTS
+
+    fk = forward_kinematics(local_rot, rest, PARENTS, trans)
+    out = []
+    for e in effectors:
+        j = JOINT_INDEX[e.joint] if isinstance(e.joint, str) else int(e.joint)
+        target = np.asarray(e.target, dtype=float)
+        if e.kind == "position":
+            out.append(np.linalg.norm(fk.positions[j] - target))
+        elif e.kind == "rotation":
+            out.append(geodesic_angle(fk.rotations[j], target))
+        else:
+            axis = fk.rotations[j] @ (np.asarray(e.axis, float) / np.linalg.norm(e.axis))
+            to = (target - fk.positions[j]) / np.linalg.norm(target - fk.positions[j])
+            out.append(np.arccos(np.clip(axis @ to, -1.0, 1.0)))
+    return np.array(out)

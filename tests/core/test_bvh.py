@@ -65,11 +65,17 @@ def test_handmade_layout(tmp_path, newline):
 
 @pytest.mark.parametrize("order", ["".join(p) for p in itertools.permutations("XYZ")])
 def test_channel_order_is_intrinsic_euler(tmp_path, order):
+    """Three turns at once, so the order matters: scipy's upper-case (intrinsic) convention is
+    the outside reference; the extrinsic reading of the same angles must differ."""
+    angles = [37.0, -52.0, 71.0]
     text = HANDMADE.replace("CHANNELS 3 Yrotation Xrotation Zrotation",
                             "CHANNELS 3 " + " ".join(a + "rotation" for a in order))
+    text = text.replace("90 0 0   2 0 0", " ".join(map(str, angles)) + "   2 0 0")
     m = read_bvh(write(tmp_path, text))
-    expected = Rotation.from_euler(order, [90, 0, 0], degrees=True).as_matrix()
-    assert np.allclose(m.local_rotations()[1, 0], expected)
+    intrinsic = Rotation.from_euler(order, angles, degrees=True).as_matrix()
+    extrinsic = Rotation.from_euler(order.lower(), angles, degrees=True).as_matrix()
+    assert np.allclose(m.local_rotations()[1, 0], intrinsic, atol=1e-12)
+    assert not np.allclose(m.local_rotations()[1, 0], extrinsic, atol=1e-3)
 
 
 def test_write_read_round_trip(tmp_path, rng):
@@ -85,9 +91,17 @@ def test_write_read_round_trip(tmp_path, rng):
         back = read_bvh(path)
         joints = [j for j in range(6) if not end[j]]
         assert np.allclose(back.local_rotations()[:, joints], rot[:, joints], atol=1e-6)
-        # positions through FK agree too (End Sites included)
+        # positions through FK agree too, End Sites included: each joint sits at its parent's
+        # position plus the parent's world rotation applied to its OFFSET
         fk = back.forward()
         assert np.allclose(fk.positions[:, 0], root, atol=1e-6)
+        world, pos = [rot[:, 0]], [root]
+        for j in range(1, 6):
+            p = parents[j]
+            pos.append(pos[p] + np.einsum("tab,b->ta", world[p], sk.offsets[j]))
+            world.append(world[p] @ rot[:, j] if not end[j] else world[p])
+        assert np.allclose(fk.positions, np.stack(pos, 1), atol=1e-6)
+        assert np.allclose(fk.positions[:, [3, 5]], np.stack(pos, 1)[:, [3, 5]], atol=1e-6)   # the End Sites
     assert not list(tmp_path.glob("*.partial"))
 
 

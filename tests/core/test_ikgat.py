@@ -117,9 +117,10 @@ def test_continued_training_starts_from_the_weights_and_keeps_the_history(tmp_pa
 
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/ikgat.npz not trained yet")
 def test_shipped_weights_beat_the_analytic_answer(held_out_poses):
-    """Held-out clips: loose bounds that a broken or untrained model fails."""
+    """Held-out clips (walking, jumping): measured 2.79 degrees mean local rotation error, 0.17x
+    the analytic answer's 16.2; bounded 25% above what is measured."""
     rot, rest, _, pos = held_out_poses
     ours = np.degrees(geodesic_angle(IkGat.load()(pos, rest), rot)).mean()
     classic = np.degrees(geodesic_angle(analytic_rotations(pos, rest), rot)).mean()
-    assert ours < 0.8 * classic, (ours, classic)
-    assert ours < 12.0
+    assert ours < 0.22 * classic, (ours, classic)
+    assert ours < 3.5

@@ -87,3 +87,13 @@ def test_torch_twins_agree(rng):
     z = torch.zeros(4, 3, dtype=torch.float64, requires_grad=True)
     RT.axis_angle_to_matrix(z).sum().backward()
     assert torch.isfinite(z.grad).all()
+
+
+@pytest.mark.parametrize("order", ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"])
+def test_euler_is_intrinsic_against_scipy(rng, order):
+    """Compound angles in every order, against scipy's intrinsic (upper-case) convention, and back."""
+    angles = rng.uniform(-1.4, 1.4, size=(50, 3))
+    ours = R.euler_to_matrix(angles, order)
+    assert np.allclose(ours, Rotation.from_euler(order, angles).as_matrix(), atol=1e-12)
+    assert not np.allclose(ours, Rotation.from_euler(order.lower(), angles).as_matrix(), atol=1e-3)
+    assert np.allclose(R.matrix_to_euler(ours, order), angles, atol=1e-9)
