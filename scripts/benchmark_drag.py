@@ -1,6 +1,6 @@
 """Benchmark a viewport drag: move an effector, solve, write the pose, evaluate the mesh.
 
-    python scripts/benchmark_drag.py [--steps 200] [--json out/benchmark_drag.json]
+    python scripts/benchmark_drag.py [--steps 200] [--json docs/figures/benchmark_drag.json]
 
 Headless Blender (the bpy module) with the extension enabled: an open body with the six
 default effectors; the left-wrist effector moves along a 20 cm circle in small steps, as a
@@ -63,7 +63,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--json", type=Path, default=ROOT / "out" / "benchmark_drag.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "docs" / "figures" / "benchmark_drag.json",
+                        help="JSON output (default docs/figures/benchmark_drag.json, which the docs quote)")
     args = parser.parse_args(argv)
     bpy = blender_session.start()
     import importlib

@@ -2,13 +2,16 @@
 --no-photo, one per platform that bundles them (linux-x64, windows-x64, macos-arm64).
 
     python scripts/build_extension.py [--out dist] [--wheels wheels] [--no-photo]
+        [--sizes-json docs/figures/extension_sizes.json]
 
 The per-platform builds need the wheels from scripts/fetch_wheels.py; missing ones are
 downloaded first (PyPI). They are built from a staged copy of the source whose manifest lists
 the wheels and the platforms, so the committed manifest stays wheel-free. Prints each zip's
-size; exit status 1 if a build fails.
+size and writes them to --sizes-json (zip name -> bytes and MB), which the README quotes; with
+--no-photo only the plain zip's entry changes. Exit status 1 if a build fails.
 """
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -76,6 +79,8 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=ROOT / "dist")
     parser.add_argument("--wheels", type=Path, default=ROOT / "wheels", help="scripts/fetch_wheels.py's folder")
     parser.add_argument("--no-photo", action="store_true", help="only the zip without the photo packages")
+    parser.add_argument("--sizes-json", type=Path, default=ROOT / "docs" / "figures" / "extension_sizes.json",
+                        help="where the zips' sizes are written (default docs/figures/extension_sizes.json)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for old in args.out.glob("smpl_ik-*.zip"):
@@ -83,9 +88,25 @@ def main(argv=None):
     build_plain(args.out)
     if not args.no_photo:
         build_platforms(args.out, args.wheels, list(fetch_wheels.PLATFORMS))
+    sizes = {}
     for zip_path in sorted(args.out.glob("smpl_ik-*.zip")):
-        print(f"{zip_path.stat().st_size / 1e6:8.1f} MB  {zip_path.name}")
+        size = zip_path.stat().st_size
+        sizes[zip_path.name] = {"bytes": size, "mb": round(size / 1e6, 3)}
+        print(f"{size / 1e6:8.1f} MB  {zip_path.name}")
+    write_sizes(args.sizes_json, sizes, keep_others=args.no_photo)
+    print(f"wrote {args.sizes_json}")
     return 0
+
+
+def write_sizes(path, sizes, keep_others):
+    """{"zips": {name: {"bytes", "mb"}}} (MB = 10**6 bytes); keep_others keeps the entries of
+    zips not built this time (a --no-photo build leaves the platform zips' sizes standing)."""
+    zips = {}
+    if keep_others and path.exists():
+        zips = json.loads(path.read_text()).get("zips", {})
+    zips.update(sizes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"zips": dict(sorted(zips.items()))}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
