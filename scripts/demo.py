@@ -49,10 +49,17 @@ def relaxed_pose():
     return axis_angle_to_matrix(aa)
 
 
+def node_tree(datablock):
+    """A new material's or world's node tree: Blender 5.0 makes one with the datablock
+    (`use_nodes` is deprecated there); 4.2-4.5 make it when `use_nodes` is switched on."""
+    if datablock.node_tree is None:
+        datablock.use_nodes = True
+    return datablock.node_tree
+
+
 def material(bpy, name, colour):
     mat = bpy.data.materials.new(name)
-    mat.use_nodes = True
-    bsdf = mat.node_tree.nodes.get("Principled BSDF")
+    bsdf = node_tree(mat).nodes.get("Principled BSDF")
     bsdf.inputs["Base Color"].default_value = (*colour, 1.0)
     bsdf.inputs["Roughness"].default_value = 0.55
     return mat
@@ -120,9 +127,9 @@ def build_scene(bpy, bridge, resolution, samples):
     fill.rotation_euler = (math.radians(55), 0.0, math.radians(37))
     scene.collection.objects.link(fill)
     world = bpy.data.worlds.new("World")
-    world.use_nodes = True  # still needed by bpy 5.0 for a node-based world
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.75, 0.78, 0.82, 1.0)
-    world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.35
+    background = node_tree(world).nodes["Background"]
+    background.inputs["Color"].default_value = (0.75, 0.78, 0.82, 1.0)
+    background.inputs["Strength"].default_value = 0.35
     scene.world = world
 
     scene.render.engine = "CYCLES"

@@ -1,0 +1,29 @@
+"""scripts/demo.py's scene builds on this Blender without deprecated calls of ours, and its
+materials and world come out as set (the render itself is left to the script)."""
+import importlib
+import warnings
+
+import bpy
+import pytest
+
+import blender_session
+from conftest import ROOT
+
+
+def test_demo_scene_builds_without_deprecated_calls():
+    import demo
+
+    bridge = importlib.import_module(blender_session.MODULE + ".addon.bridge")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bodies = demo.build_scene(bpy, bridge, (160, 72), 1)
+    ours = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
+            if issubclass(w.category, DeprecationWarning) and str(ROOT) in w.filename]
+    assert not ours, ours
+    assert len(bodies) >= 4                       # three shapes and the effector-posed body
+    for label, _betas, colour in demo.SHAPES:
+        bsdf = bpy.data.materials[label].node_tree.nodes["Principled BSDF"]
+        assert tuple(bsdf.inputs["Base Color"].default_value) == pytest.approx((*colour, 1.0))
+    background = bpy.context.scene.world.node_tree.nodes["Background"]
+    assert background.inputs["Strength"].default_value == pytest.approx(0.35)
+    assert bpy.context.scene.render.engine == "CYCLES"
