@@ -1,5 +1,5 @@
 """Pose from a photo in Blender: read the image with Blender, detect and lift with the core
-(models/photo.py), pose the body, pin effectors on the joints that were seen, and stand the
+(models/photo/pose.py), pose the body, pin effectors on the joints that were seen, and stand the
 photo behind the body as a reference.
 
 MediaPipe is imported on first use only; the per-platform builds of the extension bundle it.
@@ -31,7 +31,8 @@ PHOTO_BEHIND = 0.6   # metres from the body's origin to the reference photo, beh
 @dataclass(frozen=True)
 class PhotoOptions:
     """What Pose from Photo is asked to do. person: 1 is the largest person in the photo;
-    min_visibility: joints the detector is less sure of are left to SMPL-IK."""
+    min_visibility: joints the detector is less sure of are left to SMPL-IK; show_photo:
+    stand the photo behind the body; add_effectors: pin the joints the photo shows."""
 
     filepath: str
     person: int = 1
