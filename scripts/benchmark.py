@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from models.body.model import load_body_model  # noqa: E402
 from models.motion.bvh import read_bvh  # noqa: E402
 from models.core.errors import SmplIkError  # noqa: E402
+from models.core.files import write_json  # noqa: E402
 from models.core.kinematics import analytic_rotations  # noqa: E402
 from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat  # noqa: E402
 from models.core.kinematics import forward_kinematics  # noqa: E402
@@ -253,8 +254,7 @@ def main(argv=None):
     if "smplik_random" in report["methods"]:
         counts = report["methods"]["smplik_random"]["mpjpe_mm_by_effector_count"]
         print("smplik_random MPJPE by number of effectors: " + ", ".join(f"{k}: {v} mm" for k, v in counts.items()))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    write_json(args.json, report)
     print(f"wrote {args.json}")
 
 

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
 from models.body.model import LANDMARK_NAMES, OPEN_BODY_PATH  # noqa: E402
+from models.core.files import atomic_write, write_json  # noqa: E402
 from models.core.rotations import shortest_arc  # noqa: E402
 
 # anny is Z up and faces -Y; SMPL is Y up and faces +Z: a -90 degree turn about X.
@@ -314,18 +314,9 @@ def build(samples, seed, k_nearest, ridge, holdout=0.2):
 
 
 def save_npz(path, arrays):
-    """Write atomically: a temp file in the same folder, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent)
-    os.close(fd)
-    try:
-        np.savez_compressed(tmp, **arrays)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Write compressed arrays atomically (models.core.files.atomic_write)."""
+    with atomic_write(path) as fh:
+        np.savez_compressed(fh, **arrays)
 
 
 def main(argv=None):
@@ -341,7 +332,7 @@ def main(argv=None):
     save_npz(args.out, arrays)
     report["file_mb"] = round(os.path.getsize(args.out) / 1e6, 2)
     print(json.dumps(report, indent=1))
-    Path(args.out).with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    write_json(Path(args.out).with_suffix(".json"), report)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import SmplIkError
+from ..core.files import atomic_write
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 
@@ -54,22 +55,10 @@ def linear(x, p, prefix):
 
 
 def save_weights(path, params, config):
-    """Write parameters {name: array} and the config dict to an .npz (temp file, rename)."""
-    import os
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
-    os.close(fd)
-    try:
-        np.savez(tmp, __config__=np.array(json.dumps(config, sort_keys=True)),
+    """Write parameters {name: array} and the config dict to an .npz, atomically."""
+    with atomic_write(path) as fh:
+        np.savez(fh, __config__=np.array(json.dumps(config, sort_keys=True)),
                  **{k: np.asarray(v, dtype=np.float32) for k, v in params.items()})
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def load_weights(path, arch, expected_shapes):

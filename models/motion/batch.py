@@ -4,8 +4,6 @@ A job never raises: bad input comes back as a result with an error message, so a
 goes on. Outputs are written to a temporary file beside the target and renamed, so a
 failure never leaves a half-written file.
 """
-import os
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -16,6 +14,7 @@ import numpy as np
 from ..body.model import OPEN_BODY_PATH, load_body_model
 from .bvh import read_bvh
 from ..core.errors import SmplIkError
+from ..core.files import atomic_write
 from .mapping import build_mapping, load_overrides
 from .retarget import retarget, write_smpl_bvh
 from ..core.rotations import axis_angle_to_matrix
@@ -51,26 +50,13 @@ def body_name(path):
 
 
 def save_npz_atomically(path, overwrite=False, **arrays):
-    """np.savez to a temp file in the target's folder, then rename; refuses to overwrite
-    unless asked. Raises SmplIkError with the reason when the folder is not writable."""
+    """np.savez through `atomic_write`; refuses to overwrite unless asked. Raises SmplIkError
+    with the reason when the file exists or the folder is not writable."""
     path = Path(path)
     if path.exists() and not overwrite:
         raise SmplIkError(f"{path} exists; pass --overwrite to replace it")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".partial.npz", dir=path.parent)
-    except OSError as exc:
-        raise SmplIkError(f"cannot write to {path.parent}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise SmplIkError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
 
 
 def retarget_source(job):

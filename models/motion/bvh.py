@@ -7,9 +7,7 @@ are intrinsic Euler angles in channel order: R = R_first @ R_second @ R_third, d
 Malformed files raise SmplIkError naming the file and line.
 """
 import io
-import os
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import SmplIkError
+from ..core.files import atomic_write
 from ..core.kinematics import FKResult
 from ..core.rotations import euler_to_matrix, matrix_to_euler
 
@@ -349,19 +348,5 @@ def write_bvh(path, skeleton, local_rot, root_pos, frame_time, rotation_order="Z
     out += ["MOTION", f"Frames: {len(values)}", f"Frame Time: {frame_time:.8f}"]
     body = "\n".join(out) + "\n"
     rows = "\n".join(" ".join(f"{v:.6f}" for v in row) for row in values)
-    write_text_atomically(path, body + rows + "\n")
-
-
-def write_text_atomically(path, text):
-    """Write text to path through a temp file in the same folder, then rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, "w") as fh:
+        fh.write(body + rows + "\n")

@@ -17,6 +17,7 @@ import torch
 
 from ..body.model import NUM_BETAS, load_body_model
 from ..core.errors import SmplIkError
+from ..core.files import write_json
 from ..core.kinematics import depth_levels
 from .rotations import axis_angle_to_matrix, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, SINGLE
@@ -170,10 +171,6 @@ def training_record(config, preset, data, seconds, steps, metrics, extra=None):
             "date": time.strftime("%Y-%m-%d"), **(extra or {})}
 
 
-def write_record(path, record):
-    Path(path).write_text(json.dumps(record, indent=1) + "\n")
-
-
 def training_arguments(parser, presets, default_data, default_out):
     """The command-line options both trainers share."""
     parser.add_argument("--preset", choices=presets, default="full")
@@ -273,6 +270,6 @@ def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, 
         extra["continued_from"] = {k: v for k, v in before.items()
                                    if k not in ("config", "data_sha256", "train_clips", "validation_clips", "torch")}
     save_weights(args.out, model.numpy_params(), model.config)
-    write_record(Path(args.out).with_suffix(".json"),
-                 training_record(model.config, args.preset, data, seconds, steps, metrics, extra))
+    write_json(Path(args.out).with_suffix(".json"),
+               training_record(model.config, args.preset, data, seconds, steps, metrics, extra))
     print(f"{args.out}: {steps} steps in {seconds:.0f} s; validation {metrics}")
