@@ -4,7 +4,7 @@
 
 --data is a file from scripts/build_dataset.py; by default out/cmu_train_smpl.npz, built from
 ../shared/data/mocap/cmu_train on first use. Whole clips listed in
-models/training_torch.py are held out for validation. Presets: `smoke` (CI, under a minute),
+models/training/loop.py are held out for validation. Presets: `smoke` (CI, under a minute),
 `full` (a time budget on 2 CPU cores, see --minutes; the shipped weights started there and
 were continued with --init, as their JSON record says). Each training pose gets a random body
 shape, mirroring and heading; limbs and trunk are swapped between frames (--swap), single
@@ -27,7 +27,7 @@ from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
 from models.training.ikgat import IkGatTorch  # noqa: E402
 from models.ik.nn import prepare  # noqa: E402
 from models.core.rotations import geodesic_angle  # noqa: E402
-from models.training.loop import (TorchBody, bend_options, bend_settings, finish, fk, geodesic,  # noqa: E402
+from models.training.loop import (Augmentation, TorchBody, finish, fk, geodesic,  # noqa: E402
                                    initialise, load_pose_data, run_config, sample_batch, train, training_arguments)
 
 PRESETS = {
@@ -89,17 +89,17 @@ def main(argv=None):
     model = IkGatTorch()
     before = initialise(model, args.init) if args.init else None
 
-    bend = bend_options(args)
+    augment = Augmentation.from_args(args)
 
     def batch_loss(gen):
-        rot, rest = sample_batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter, **bend)
+        rot, rest = sample_batch(train_set, body, cfg["batch"], gen, augment)
         _, pos = fk(rot, rest)
         pred = model(pos, rest)
         return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
     finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body),
-           {"part_swap": args.swap, "jitter": args.jitter, **bend_settings(args)}, before)
+           augment.record(), before)
 
 
 if __name__ == "__main__":

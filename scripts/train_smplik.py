@@ -3,7 +3,7 @@
     python scripts/train_smplik.py [--preset smoke|full] [--data FILE] [--out FILE]
 
 --data is a file from scripts/build_dataset.py (default out/cmu_train_smpl.npz, built from
-../shared/data/mocap/cmu_train on first use); whole clips listed in models/training_torch.py
+../shared/data/mocap/cmu_train on first use); whole clips listed in models/training/loop.py
 are held out for validation. Each training pose gets a random body shape, mirroring, a random
 heading and position, and a random set of 3-12 effectors (the first a position, the others
 positions 60%, rotations 25%, look-ats 15%), or SMPL-IK's six points (half the poses;
@@ -29,7 +29,7 @@ from models.core.skeleton import NUM_JOINTS  # noqa: E402
 from models.ik.effectors import KINDS, Column, EncodedEffectors  # noqa: E402
 from models.ik.smplik import DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SmplIk  # noqa: E402
 from models.training.smplik import SmplIkTorch  # noqa: E402
-from models.training.loop import (TorchBody, bend_options, bend_settings, finish, fk, geodesic, initialise,  # noqa: E402
+from models.training.loop import (Augmentation, TorchBody, finish, fk, geodesic, initialise,  # noqa: E402
                                    load_pose_data, run_config, sample_batch, train, training_arguments)
 from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
 
@@ -70,8 +70,8 @@ def make_effectors(world, pos, gen, six_share=0.3):
     return joints, feats, mask, kinds, axes
 
 
-def batch(data, body, size, gen, swap=0.0, jitter=0.0, **bend):
-    rot, rest = sample_batch(data, body, size, gen, swap, jitter, **bend)
+def batch(data, body, size, gen, augment=Augmentation()):
+    rot, rest = sample_batch(data, body, size, gen, augment)
     trans = torch.stack([2 * torch.rand(size, generator=gen) - 1, 0.4 * torch.rand(size, generator=gen) - 0.2,
                          2 * torch.rand(size, generator=gen) - 1], -1)
     world, pos = fk(rot, rest, trans)
@@ -129,17 +129,16 @@ def main(argv=None):
     model = SmplIkTorch()
     before = initialise(model, args.init) if args.init else None
 
-    bend = bend_options(args)
+    augment = Augmentation.from_args(args)
 
     def batch_loss(gen):
-        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, args.swap, args.jitter, **bend)
+        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, augment)
         return losses(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share),
                       args.joint_weight)
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed)
     extra = {"effector_kinds": [k.value for k in KINDS], "max_effectors_in_training": MAX_EFF,
-             "six_point_share": args.six_share, "part_swap": args.swap, "jitter": args.jitter,
-             "joint_weight": args.joint_weight, **bend_settings(args)}
+             "six_point_share": args.six_share, "joint_weight": args.joint_weight, **augment.record()}
     finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
 
 if __name__ == "__main__":

@@ -117,16 +117,40 @@ def bend_bones(rot, rest, chance, gen, joints=SINGLE, max_degrees=40.0):
     return rot
 
 
-def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0, bend=0.0, bend_joints=SINGLE, bend_degrees=40.0):
-    """Random poses on random bodies: local rotations (B, 24, 3, 3), rest joints (B, 24, 3).
+@dataclass(frozen=True)
+class Augmentation:
+    """How training poses are varied beyond the capture (all off by default).
 
     swap: the chance that each limb or the trunk (PARTS) takes its local rotations from
     another random frame, so the networks meet new combinations of the recorded limbs.
     jitter: the chance that each joint below the pelvis is set to its rest rotation (as on a
     rig that does not carry it, such as hands that follow the forearm), and the same chance
     that it turns by a further random rotation of up to 45 degrees (poses the capture lacks).
-    bend: the chance that the bone of each of bend_joints turns by up to bend_degrees with its
-    twist kept (`bend_bones`)."""
+    bend: the chance that the bone of each of bend_joints (indices of one-child joints) turns
+    by up to bend_degrees with its twist kept (`bend_bones`)."""
+
+    swap: float = 0.0
+    jitter: float = 0.0
+    bend: float = 0.0
+    bend_joints: tuple = SINGLE
+    bend_degrees: float = 40.0
+
+    @classmethod
+    def from_args(cls, args):
+        """From a trainer's --swap, --jitter, --bend, --bend-joints and --bend-degrees."""
+        return cls(swap=args.swap, jitter=args.jitter, bend=args.bend, bend_joints=tuple(args.bend_joints),
+                   bend_degrees=args.bend_degrees)
+
+    def record(self):
+        """The settings for a training record (JSON; joints by name)."""
+        return {"part_swap": self.swap, "jitter": self.jitter, "bend": self.bend,
+                "bend_joints": [JOINT_NAMES[j] for j in self.bend_joints], "bend_degrees": self.bend_degrees}
+
+
+def sample_batch(data, body, size, gen, augment=Augmentation()):
+    """Random poses on random bodies, mirrored half the time, at random headings, varied as
+    `augment` says: local rotations (B, 24, 3, 3), rest joints (B, 24, 3)."""
+    swap, jitter, bend = augment.swap, augment.jitter, augment.bend
     idx = torch.randint(len(data.poses), (size,), generator=gen)
     aa = data.poses[idx].clone()
     if swap > 0:
@@ -151,7 +175,7 @@ def sample_batch(data, body, size, gen, swap=0.0, jitter=0.0, bend=0.0, bend_joi
                           torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
     rest = body.rest_joints(betas)
     if bend > 0:
-        rot = bend_bones(rot, rest, bend, gen, bend_joints, bend_degrees)
+        rot = bend_bones(rot, rest, bend, gen, augment.bend_joints, augment.bend_degrees)
     return rot, rest
 
 
@@ -202,16 +226,6 @@ def bend_joint_list(text):
     if not out:
         raise argparse.ArgumentTypeError("name at least one joint")
     return tuple(out)
-
-
-def bend_options(args):
-    """The --bend options as sample_batch's keyword arguments."""
-    return {"bend": args.bend, "bend_joints": args.bend_joints, "bend_degrees": args.bend_degrees}
-
-
-def bend_settings(args):
-    """The --bend options as a JSON-ready dict for the training record (joints by name)."""
-    return dict(bend_options(args), bend_joints=[JOINT_NAMES[j] for j in args.bend_joints])
 
 
 def initialise(model, path):

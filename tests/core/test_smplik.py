@@ -223,7 +223,7 @@ def test_shipped_model_solves_six_points(held_out_poses):
 
 
 def test_part_swaps_mix_whole_limbs_between_frames():
-    from models.training.loop import PARTS, PoseData, TorchBody, sample_batch
+    from models.training.loop import PARTS, Augmentation, PoseData, TorchBody, sample_batch
 
     still, bent = np.zeros((24, 3)), np.tile([0.5, 0.0, 0.0], (24, 1))   # both unchanged by mirroring
     data = PoseData(torch.tensor(np.stack([still, bent]), dtype=torch.float32), np.zeros(2, int), ["a"], "")
@@ -231,7 +231,7 @@ def test_part_swaps_mix_whole_limbs_between_frames():
 
     def part_sources(swap):
         """(N, parts) which frame each limb came from; checks each limb came whole from one."""
-        rot, _ = sample_batch(data, body, 400, torch.Generator().manual_seed(0), swap)
+        rot, _ = sample_batch(data, body, 400, torch.Generator().manual_seed(0), Augmentation(swap=swap))
         is_bent = (rot[:, :, 1, 1] < 0.99).numpy()       # R_x(0.5) has cos(0.5) there, the identity 1
         for part in PARTS:
             assert (is_bent[:, list(part)] == is_bent[:, [part[0]]]).all()   # a limb comes whole from one frame
@@ -245,13 +245,13 @@ def test_part_swaps_mix_whole_limbs_between_frames():
 
 def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
     from models.core.rotations import geodesic_angle
-    from models.training.loop import PoseData, TorchBody, sample_batch
+    from models.training.loop import Augmentation, PoseData, TorchBody, sample_batch
 
     bent = np.tile([0.5, 0.0, 0.0], (24, 1))     # every joint turned 0.5 rad about x (mirroring keeps it)
     data = PoseData(torch.tensor(bent[None], dtype=torch.float32), np.zeros(1, int), ["a"], "")
     body = TorchBody()
     plain, _ = sample_batch(data, body, 500, torch.Generator().manual_seed(0))
-    rot, _ = sample_batch(data, body, 500, torch.Generator().manual_seed(0), jitter=0.1)
+    rot, _ = sample_batch(data, body, 500, torch.Generator().manual_seed(0), Augmentation(jitter=0.1))
     assert np.allclose(rot[:, 0], plain[:, 0], atol=1e-6)      # the pelvis (heading) is left alone
     moved = geodesic_angle(rot[:, 1:].double().numpy(), plain[:, 1:].double().numpy())
     rested = np.abs(rot[:, 1:] - torch.eye(3)).amax((-1, -2)).numpy() < 1e-6
@@ -266,13 +266,13 @@ def test_bend_turns_one_child_bones_and_keeps_their_twist():
     from models.core.rotations import geodesic_angle, shortest_arc, unit
     from models.core.skeleton import SINGLE
     from models.core.skeleton import CHILDREN
-    from models.training.loop import PoseData, TorchBody, sample_batch
+    from models.training.loop import Augmentation, PoseData, TorchBody, sample_batch
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(50, 24, 3))).float()
     data = PoseData(poses, np.zeros(50, int), ["a"], "")
     body = TorchBody()
     plain, rest = sample_batch(data, body, 500, torch.Generator().manual_seed(0))
-    rot, rest2 = sample_batch(data, body, 500, torch.Generator().manual_seed(0), bend=0.3)
+    rot, rest2 = sample_batch(data, body, 500, torch.Generator().manual_seed(0), Augmentation(bend=0.3))
     assert torch.equal(rest, rest2)
     others = [j for j in range(24) if j not in SINGLE]
     assert torch.equal(rot[:, others], plain[:, others])         # pelvis, spine3 and the leaves untouched
@@ -291,7 +291,7 @@ def test_bend_turns_one_child_bones_and_keeps_their_twist():
 def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
     import argparse
 
-    from models.training.loop import PoseData, TorchBody, bend_joint_list, sample_batch
+    from models.training.loop import Augmentation, PoseData, TorchBody, bend_joint_list, sample_batch
 
     assert bend_joint_list("neck, spine1") == (12, 3)
     for bad, says in (("nose", "not an SMPL joint"), ("head", "exactly one child"), ("pelvis", "exactly one child")):
@@ -300,7 +300,7 @@ def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
     poses = torch.from_numpy(np.random.default_rng(1).normal(scale=0.3, size=(20, 24, 3))).float()
     data = PoseData(poses, np.zeros(20, int), ["a"], "")
     plain, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0))
-    rot, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0), bend=0.5, bend_joints=(12,))
+    rot, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0), Augmentation(bend=0.5, bend_joints=(12,)))
     changed = (rot - plain).abs().amax((-1, -2)) > 1e-6
     assert changed[:, 12].float().mean() > 0.3 and not changed[:, [j for j in range(24) if j != 12]].any()
 
