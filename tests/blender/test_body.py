@@ -1,4 +1,5 @@
 """The extension in Blender: packaging, add_body, shape sliders, preferences, bad input."""
+import ast
 import importlib
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def random_pose(seed):
     return axis_angle_to_matrix(rng.normal(scale=0.3, size=(24, 3))), rng.normal(scale=0.2, size=3)
 
 
-def test_manifest_validates_and_builds(tmp_path):
+def test_manifest_validates_and_builds_a_zip_without_training_code(tmp_path):
     run = subprocess.run([sys.executable, str(BLENDER_EXT), "validate", str(ROOT)],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -51,7 +52,20 @@ def test_manifest_validates_and_builds(tmp_path):
     names = zipfile.ZipFile(zip_path).namelist()
     assert "blender_manifest.toml" in names and "__init__.py" in names
     assert "models/body/open_smpl_neutral.npz" in names and "addon/operators.py" in names
-    assert not any(n.startswith((".venv", "tests/", "scripts/", ".git")) for n in names)
+    assert not any(n.startswith((".venv", "tests/", "scripts/", ".git", "docs/")) for n in names)
+    # what runs in Blender and nothing that trains: no torch code, no training records
+    assert "models/ik/weights/smplik.npz" in names and "models/ik/weights/ikgat.npz" in names
+    assert not [n for n in names if n.startswith("models/training/")]
+    assert not [n for n in names if n.endswith(".json")], "training records or figures in the zip"
+    archive = zipfile.ZipFile(zip_path)
+    for name in (n for n in names if n.endswith(".py")):
+        tree = ast.parse(archive.read(name).decode(), filename=name)
+        for node in ast.walk(tree):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for module in modules:
+                assert module.split(".")[0] != "torch", f"{name}:{node.lineno} imports torch"
+                assert "training" not in module.split("."), f"{name}:{node.lineno} imports {module}"
 
 
 INSTALL_SCRIPT = """
