@@ -1,7 +1,7 @@
 """Blender objects of an SMPL-IK body: an armature (24 bones named as SMPL's joints) with a
 skinned mesh child (a vertex group per joint, an Armature modifier, a shape key per beta).
 
-Shape changes move the shape keys and the bones' rest positions; bone rest frames never
+Shape changes move the shape keys and the bones' rest positions; bone rest axes never
 change, so the pose bones' rotations keep meaning the same SMPL pose.
 """
 import contextlib
@@ -59,14 +59,14 @@ def edit_bones(context, arm_obj):
     view_layer.objects.active = previous_active
 
 
-def _place_bones(ebones, joints_blender, frames):
-    lengths = bridge.bone_lengths(joints_blender, frames)
+def _place_bones(ebones, joints_blender, axes):
+    lengths = bridge.bone_lengths(joints_blender, axes)
     for j, name in enumerate(JOINT_NAMES):
         eb = ebones[name]
         m = Matrix.Identity(4)
         for r in range(3):
             for c in range(3):
-                m[r][c] = frames[j][r, c]
+                m[r][c] = axes[j][r, c]
             m[r][3] = joints_blender[j][r]
         eb.matrix = m
         eb.length = lengths[j]
@@ -83,7 +83,7 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
     """
     betas = np.zeros(NUM_BETAS) if betas is None else np.asarray(betas, dtype=np.float64)
     joints = bridge.to_blender(body.rest_joints(betas) if rest_joints is None else rest_joints)
-    frames = bridge.bone_frames(joints)
+    axes = bridge.choose_bone_axes(joints)
 
     arm_data = bpy.data.armatures.new(name)
     arm_data.display_type = "OCTAHEDRAL"
@@ -97,7 +97,7 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
         for j, name_j in enumerate(JOINT_NAMES):
             if PARENTS[j] >= 0:
                 ebones[name_j].parent = ebones[JOINT_NAMES[PARENTS[j]]]
-        _place_bones(ebones, joints, frames)
+        _place_bones(ebones, joints, axes)
     for pb in arm_obj.pose.bones:
         pb.rotation_mode = "QUATERNION"
 
@@ -154,7 +154,7 @@ def apply_shape(context, arm_obj):
             if block is not None:
                 block.value = value
     joints = bridge.to_blender(body.rest_joints(betas))
-    frames = bridge.rest_frames(arm_obj)
+    axes = bridge.bone_axes(arm_obj)
     with edit_bones(context, arm_obj) as ebones:
-        _place_bones(ebones, joints, frames)
+        _place_bones(ebones, joints, axes)
     props.applied_betas = betas.tolist()

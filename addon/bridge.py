@@ -1,7 +1,7 @@
 """The one bridge between Blender data and numpy arrays.
 
 It owns the axis change (SMPL: Y up, facing +Z; Blender: Z up, facing -Y), the quaternion
-order (Blender's w, x, y, z) and the bones' rest frames, and moves data in bulk with
+order (Blender's w, x, y, z) and the bones' rest axes, and moves data in bulk with
 foreach_get / foreach_set. Nothing else in the add-on converts.
 """
 import numpy as np
@@ -66,13 +66,13 @@ def _snap(direction):
     return axis
 
 
-def bone_frames(rest_joints_blender):
-    """Rest frames (24, 3, 3) of the bones, columns = bone X, Y, Z axes in armature space.
+def choose_bone_axes(rest_joints_blender):
+    """Rest axes (24, 3, 3) of the bones, columns = bone X, Y, Z axes in armature space.
 
-    Each bone points (Y) along the world axis nearest to its child, so frames do not change
+    Each bone points (Y) along the world axis nearest to its child, so axes do not change
     with body shape and a pose stays the same pose when betas change.
     """
-    frames = np.zeros((NUM_JOINTS, 3, 3))
+    axes = np.zeros((NUM_JOINTS, 3, 3))
     for j, name in enumerate(JOINT_NAMES):
         child = _child(j)
         if child is None:
@@ -81,11 +81,11 @@ def bone_frames(rest_joints_blender):
             y = _snap(rest_joints_blender[child] - rest_joints_blender[j])
         z = np.array([0.0, -1.0, 0.0]) if abs(y[1]) < 0.5 else np.array([0.0, 0.0, 1.0])
         x = np.cross(y, z)
-        frames[j] = np.stack([x, y, np.cross(x, y)], axis=1)
-    return frames
+        axes[j] = np.stack([x, y, np.cross(x, y)], axis=1)
+    return axes
 
 
-def bone_lengths(rest_joints_blender, frames):
+def bone_lengths(rest_joints_blender, axes):
     """Length of each bone along its Y axis: to its child's joint, or a fixed leaf length."""
     out = np.zeros(NUM_JOINTS)
     for j, name in enumerate(JOINT_NAMES):
@@ -93,53 +93,53 @@ def bone_lengths(rest_joints_blender, frames):
         if child is None:
             out[j] = _LEAF_LENGTH[name]
         else:
-            out[j] = max(float((rest_joints_blender[child] - rest_joints_blender[j]) @ frames[j][:, 1]), 0.01)
+            out[j] = max(float((rest_joints_blender[child] - rest_joints_blender[j]) @ axes[j][:, 1]), 0.01)
     return out
 
 
-def smpl_pose_to_bone_quats(local_rot, frames):
+def smpl_pose_to_bone_quats(local_rot, axes):
     """SMPL local rotations (..., 24, 3, 3) to pose-bone quaternions (..., 24, 4) w first.
 
-    A pose bone's rotation acts in its rest frame B: Q = B^T C R C^T B, with C the axis change.
+    A pose bone's rotation acts in its rest axes B: Q = B^T C R C^T B, with C the axis change.
     """
     c = BLENDER_FROM_SMPL
-    q = np.swapaxes(frames, -1, -2) @ (c @ local_rot @ c.T) @ frames
+    q = np.swapaxes(axes, -1, -2) @ (c @ local_rot @ c.T) @ axes
     return matrix_to_quat_wxyz(q)
 
 
-def bone_quats_to_smpl_pose(quats, frames):
+def bone_quats_to_smpl_pose(quats, axes):
     """Pose-bone quaternions (..., 24, 4) w first to SMPL local rotations (..., 24, 3, 3)."""
     c = BLENDER_FROM_SMPL
-    return c.T @ frames @ quat_wxyz_to_matrix(quats) @ np.swapaxes(frames, -1, -2) @ c
+    return c.T @ axes @ quat_wxyz_to_matrix(quats) @ np.swapaxes(axes, -1, -2) @ c
 
 
-def root_location_from_trans(trans, frames):
+def root_location_from_trans(trans, axes):
     """SMPL translation (..., 3) to the root pose bone's location (in its rest frame)."""
-    return to_blender(trans) @ frames[0]
+    return to_blender(trans) @ axes[0]
 
 
-def trans_from_root_location(location, frames):
+def trans_from_root_location(location, axes):
     """The root pose bone's location (..., 3) to SMPL's translation."""
-    return from_blender(np.asarray(location) @ frames[0].T)
+    return from_blender(np.asarray(location) @ axes[0].T)
 
 
 # --- bulk access ---------------------------------------------------------------------------
 
-def read_pose(arm_obj, frames):
+def read_pose(arm_obj, axes):
     """(local_rot (24, 3, 3), trans (3,)) of an SMPL-IK armature's current pose."""
     pbones = [arm_obj.pose.bones[name] for name in JOINT_NAMES]
     quats = np.array([pb.rotation_quaternion[:] for pb in pbones])
-    return bone_quats_to_smpl_pose(quats, frames), trans_from_root_location(pbones[0].location[:], frames)
+    return bone_quats_to_smpl_pose(quats, axes), trans_from_root_location(pbones[0].location[:], axes)
 
 
-def write_pose(arm_obj, local_rot, trans, frames):
+def write_pose(arm_obj, local_rot, trans, axes):
     """Set an SMPL-IK armature's pose bones from SMPL local rotations and translation."""
-    quats = smpl_pose_to_bone_quats(local_rot, frames)
+    quats = smpl_pose_to_bone_quats(local_rot, axes)
     for name, q in zip(JOINT_NAMES, quats):
         pb = arm_obj.pose.bones[name]
         pb.rotation_mode = "QUATERNION"
         pb.rotation_quaternion = q
-    arm_obj.pose.bones[JOINT_NAMES[0]].location = root_location_from_trans(trans, frames)
+    arm_obj.pose.bones[JOINT_NAMES[0]].location = root_location_from_trans(trans, axes)
 
 
 def mesh_vertices(mesh):
@@ -159,8 +159,8 @@ def bone_heads(arm_obj):
     return np.array([arm_obj.data.bones[name].head_local[:] for name in JOINT_NAMES])
 
 
-def rest_frames(arm_obj):
-    """(24, 3, 3) the bones' actual rest frames (columns X, Y, Z) in armature space."""
+def bone_axes(arm_obj):
+    """(24, 3, 3) the bones' actual rest axes (columns X, Y, Z) in armature space."""
     return np.array([np.array(arm_obj.data.bones[name].matrix_local)[:3, :3] for name in JOINT_NAMES])
 
 
@@ -197,23 +197,23 @@ def orthonormal(rot):
     return r if np.linalg.det(r) > 0 else u @ np.diag([1.0, 1.0, -1.0]) @ vt
 
 
-def effector_target(kind, matrix, frame):
+def effector_target(kind, matrix, axes):
     """What an effector object asks for, in SMPL's body frame.
 
-    matrix: (4, 4) the effector in armature space; frame: (3, 3) its joint's bone rest frame.
+    matrix: (4, 4) the effector in armature space; axes: (3, 3) its joint's bone rest axes.
     ROTATION -> (3, 3) world rotation of the joint (the empty's axes are the posed bone's axes);
     POSITION and LOOK_AT -> (3,) point.
     """
     if kind == "ROTATION":
-        return BLENDER_FROM_SMPL.T @ orthonormal(matrix[:3, :3]) @ frame.T @ BLENDER_FROM_SMPL
+        return BLENDER_FROM_SMPL.T @ orthonormal(matrix[:3, :3]) @ axes.T @ BLENDER_FROM_SMPL
     return from_blender(matrix[:3, 3])
 
 
-def joint_matrix(world_rot, position, frame):
+def joint_matrix(world_rot, position, axes):
     """(4, 4) armature-space matrix of a posed joint: the posed bone's axes at its head.
 
-    world_rot (3, 3) and position (3,) in SMPL's body frame; frame: the bone's rest frame."""
+    world_rot (3, 3) and position (3,) in SMPL's body frame; axes: the bone's rest axes."""
     m = np.eye(4)
-    m[:3, :3] = BLENDER_FROM_SMPL @ world_rot @ BLENDER_FROM_SMPL.T @ frame
+    m[:3, :3] = BLENDER_FROM_SMPL @ world_rot @ BLENDER_FROM_SMPL.T @ axes
     m[:3, 3] = to_blender(position)
     return m

@@ -64,8 +64,8 @@ def effectors_of(arm, enabled_only=True):
 def posed_joints(arm):
     """(world rotations (24, 3, 3), positions (24, 3)) of the body's current pose, SMPL frame,
     armature space (metres of the body)."""
-    frames = bridge.rest_frames(arm)
-    local, trans = bridge.read_pose(arm, frames)
+    axes = bridge.bone_axes(arm)
+    local, trans = bridge.read_pose(arm, axes)
     fk = forward_kinematics(local, rest_joints(arm), PARENTS, trans)
     return fk.rotations, fk.positions
 
@@ -79,20 +79,20 @@ def core_effectors(arm, objs):
     """models.ik.effectors.Effector list (SMPL frame, armature space) for effector objects.
     The add-on's kind identifiers are EffectorKind's member names."""
     to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
-    frames = bridge.rest_frames(arm)
+    axes = bridge.bone_axes(arm)
     out = []
     for obj in objs:
         props = obj.smpl_ik_effector
         j = JOINT_INDEX[props.joint]
-        target = bridge.effector_target(props.kind, to_arm @ bridge.matrix_array(obj.matrix_world), frames[j])
+        target = bridge.effector_target(props.kind, to_arm @ bridge.matrix_array(obj.matrix_world), axes[j])
         out.append(Effector(props.joint, EffectorKind[props.kind], tuple(map(tuple, target)) if target.ndim == 2
                             else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight))
     return out
 
 
-def _snapped_matrix(arm_world, props, world_rot, positions, frames, current):
+def _snapped_matrix(arm_world, props, world_rot, positions, axes, current):
     j = JOINT_INDEX[props.joint]
-    m = bridge.joint_matrix(world_rot[j], positions[j], frames[j])
+    m = bridge.joint_matrix(world_rot[j], positions[j], axes[j])
     if props.kind == "LOOK_AT":  # keep the target's distance, along the joint's posed axis
         to_arm = np.linalg.inv(arm_world)
         distance = np.linalg.norm((to_arm @ current)[:3, 3] - m[:3, 3]) if current is not None else 0.0
@@ -109,11 +109,11 @@ def pin(arm, objs, fresh=False):
     look-ats keep their distance unless `fresh`), and remember the result as solved so that
     no solve follows."""
     world_rot, positions = posed_joints(arm)
-    frames = bridge.rest_frames(arm)
+    axes = bridge.bone_axes(arm)
     arm_world = bridge.matrix_array(arm.matrix_world)
     for obj in objs:
         scale = obj.matrix_world.to_scale()
-        m = _snapped_matrix(arm_world, obj.smpl_ik_effector, world_rot, positions, frames,
+        m = _snapped_matrix(arm_world, obj.smpl_ik_effector, world_rot, positions, axes,
                             None if fresh else bridge.matrix_array(obj.matrix_world))
         obj.matrix_world = Matrix(m.tolist()) @ Matrix.Diagonal((*scale, 1.0))
     live.mark_solved(arm, effectors_of(arm))

@@ -134,7 +134,7 @@ def pose_from_image(context, arm, options):
     except Exception:
         bpy.data.images.remove(image)
         raise
-    bridge.write_pose(arm, solved.local_rot, solved.trans, bridge.rest_frames(arm))
+    bridge.write_pose(arm, solved.local_rot, solved.trans, bridge.bone_axes(arm))
     if options.add_effectors:
         have = {o.smpl_ik_effector.joint for o in effectors_of(arm, enabled_only=False)
                 if o.smpl_ik_effector.kind == "POSITION"}

@@ -121,7 +121,7 @@ def fit_and_drive(context, rig):
     mesh.scale = (1.0 / fit.shape.scale,) * 3
     mesh.location = bridge.to_blender(fit.proxy_rest[0] - body_rest[0] / fit.shape.scale)
 
-    frames = bridge.rest_frames(proxy)
+    axes = bridge.bone_axes(proxy)
     fk = forward_kinematics(fit.rig_pose, fit.proxy_rest, PARENTS)
     to_proxy = np.linalg.inv(proxy_world)
     rig_world = bridge.matrix_array(rig.matrix_world)
@@ -131,8 +131,8 @@ def fit_and_drive(context, rig):
         if bone is None:
             continue
         rest = np.eye(4)
-        rest[:3, :3], rest[:3, 3] = frames[j], bridge.to_blender(fit.proxy_rest[j])
-        at_rig_pose = bridge.joint_matrix(fk.rotations[j], fk.positions[j], frames[j])
+        rest[:3, :3], rest[:3, 3] = axes[j], bridge.to_blender(fit.proxy_rest[j])
+        at_rig_pose = bridge.joint_matrix(fk.rotations[j], fk.positions[j], axes[j])
         rig_bone = to_proxy @ rig_world @ bridge.matrix_array(rig.data.bones[bone].matrix_local)
         rig_bone[:3, :3] = bridge.orthonormal(rig_bone[:3, :3])
         helpers[bone] = (joint, rest @ np.linalg.inv(at_rig_pose) @ rig_bone)
@@ -145,7 +145,7 @@ def fit_and_drive(context, rig):
             eb.use_deform = False
     for bone in helpers:
         proxy.data.bones[HELPER_PREFIX + bone].hide = True
-    bridge.write_pose(proxy, fit.rig_pose, np.zeros(3), frames)
+    bridge.write_pose(proxy, fit.rig_pose, np.zeros(3), axes)
     for bone in helpers:
         pb = rig.pose.bones[bone]
         # a connected bone's head is its parent's tail, which the parent's drive already places

@@ -26,7 +26,7 @@ def solve_body(arm, objs=None, signature=None):
     if not objs:
         raise SmplIkError(f"{arm.name}: no enabled effectors to solve from; add some with Add Effector")
     solution = load_smplik().solve(core_effectors(arm, objs), rest_joints(arm), refine=arm.smpl_ik.refine)
-    bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.rest_frames(arm))
+    bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.bone_axes(arm))
     live.solved[arm.session_uid] = live.signature(objs) if signature is None else signature
     return solution
 
@@ -80,19 +80,19 @@ _FLIP_X = np.diag([-1.0, 1.0, 1.0])
 
 def mirror_pose(arm):
     """Swap the pose's left and right sides (about the body's own YZ plane)."""
-    frames = bridge.rest_frames(arm)
-    local, trans = bridge.read_pose(arm, frames)
+    axes = bridge.bone_axes(arm)
+    local, trans = bridge.read_pose(arm, axes)
     rest = rest_joints(arm)
     local = _FLIP_X @ local[list(MIRROR)] @ _FLIP_X
     trans = _FLIP_X @ (rest[0] + trans) - rest[0]
-    bridge.write_pose(arm, local, trans, frames)
+    bridge.write_pose(arm, local, trans, axes)
     pin(arm, effectors_of(arm, enabled_only=False))
 
 
 def reset_pose(arm):
     """The rest pose (T-pose) at the body's origin."""
-    frames = bridge.rest_frames(arm)
-    bridge.write_pose(arm, np.broadcast_to(np.eye(3), (len(JOINT_NAMES), 3, 3)), np.zeros(3), frames)
+    axes = bridge.bone_axes(arm)
+    bridge.write_pose(arm, np.broadcast_to(np.eye(3), (len(JOINT_NAMES), 3, 3)), np.zeros(3), axes)
     pin(arm, effectors_of(arm, enabled_only=False))
 
 
@@ -114,14 +114,14 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
         raise SmplIkError(f"the bake range {frame_start}-{frame_end} is empty")
     if not effectors_of(arm):
         raise SmplIkError(f"{arm.name}: no enabled effectors to bake from")
-    frames = list(range(frame_start, frame_end + 1))
+    frame_numbers = list(range(frame_start, frame_end + 1))
     original_frame = scene.frame_current
     model, rest = load_smplik(), rest_joints(arm)
     use_refine = arm.smpl_ik.refine if refine is None else refine
     local, trans = [], []
     live.suspended.append(True)
     try:
-        for n, frame in enumerate(frames):
+        for n, frame in enumerate(frame_numbers):
             scene.frame_set(frame)
             objs = effectors_of(arm)
             if not objs:
@@ -129,11 +129,11 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
             solution = model.solve(core_effectors(arm, objs), rest, refine=use_refine)
             local.append(solution.local_rot)
             trans.append(solution.trans)
-            yield (n + 1) / (len(frames) + 1)
+            yield (n + 1) / (len(frame_numbers) + 1)
         local, trans = smooth_poses(np.array(local), np.array(trans), smoothing)
-        rest_frames = bridge.rest_frames(arm)
-        for frame, rot, tr in zip(frames, local, trans):
-            bridge.write_pose(arm, rot, tr, rest_frames)
+        axes = bridge.bone_axes(arm)
+        for frame, rot, tr in zip(frame_numbers, local, trans):
+            bridge.write_pose(arm, rot, tr, axes)
             keyframe_pose(arm, frame)
     finally:
         live.suspended.pop()

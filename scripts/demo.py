@@ -77,7 +77,7 @@ def build_scene(bpy, bridge, resolution, samples):
         bpy.ops.smpl_ik.add_body()
         arm = bpy.context.active_object
         arm.name = f"SMPL-IK {label}"
-        bridge.write_pose(arm, pose, np.zeros(3), bridge.rest_frames(arm))
+        bridge.write_pose(arm, pose, np.zeros(3), bridge.bone_axes(arm))
         for k, value in betas.items():
             arm.smpl_ik.betas[k] = value
         arm.smpl_ik.mesh.data.materials.append(material(bpy, label, colour))

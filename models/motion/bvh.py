@@ -65,10 +65,10 @@ class Motion:
     def fps(self):
         return 1.0 / self.frame_time
 
-    def local_rotations(self, frames=slice(None)):
+    def local_rotations(self, frame_index=slice(None)):
         """(T, J, 3, 3) local joint rotations (identity for joints without rotation channels)."""
         sk = self.skeleton
-        values = self.values[frames]
+        values = self.values[frame_index]
         out = np.broadcast_to(np.eye(3), (values.shape[0], len(sk.names), 3, 3)).copy()
         for j, chans in enumerate(sk.channels):
             cols = [sk.channel_start[j] + k for k, c in enumerate(chans) if c in ROTATION_CHANNELS]
@@ -77,10 +77,10 @@ class Motion:
                 out[:, j] = euler_to_matrix(np.radians(values[:, cols]), order)
         return out
 
-    def local_translations(self, frames=slice(None)):
+    def local_translations(self, frame_index=slice(None)):
         """(T, J, 3) local translations: the OFFSET, or the position channels where present."""
         sk = self.skeleton
-        values = self.values[frames]
+        values = self.values[frame_index]
         out = np.broadcast_to(sk.offsets, (values.shape[0],) + sk.offsets.shape).copy()
         for j, chans in enumerate(sk.channels):
             for k, c in enumerate(chans):
@@ -88,10 +88,10 @@ class Motion:
                     out[:, j, POSITION_CHANNELS.index(c)] = values[:, sk.channel_start[j] + k]
         return out
 
-    def forward(self, frames=slice(None)):
+    def forward(self, frame_index=slice(None)):
         """Forward kinematics: world rotations (T, J, 3, 3) and joint positions (T, J, 3)."""
-        return skeleton_fk(self.skeleton.parents, self.local_rotations(frames),
-                           self.local_translations(frames))
+        return skeleton_fk(self.skeleton.parents, self.local_rotations(frame_index),
+                           self.local_translations(frame_index))
 
 
 def skeleton_fk(parents, local_rot, local_trans):
@@ -225,7 +225,7 @@ def parse_frames(data, count):
     return values if values.shape[1] == count else None
 
 
-def _locate_bad_row(path, data_lines, first_line, count, frames):
+def _locate_bad_row(path, data_lines, first_line, count, frame_count):
     """Slow pass over the data lines to name the first bad line precisely."""
     row = 0
     for k, line in enumerate(data_lines):
@@ -233,8 +233,8 @@ def _locate_bad_row(path, data_lines, first_line, count, frames):
         if not toks:
             continue
         n = first_line + k
-        if row >= frames:
-            _fail(path, n, f"more frames than the header's 'Frames: {frames}'")
+        if row >= frame_count:
+            _fail(path, n, f"more frames than the header's 'Frames: {frame_count}'")
         if len(toks) != count:
             _fail(path, n, f"expected {count} channel values, found {len(toks)}")
         for t in toks:
@@ -244,7 +244,7 @@ def _locate_bad_row(path, data_lines, first_line, count, frames):
                 _fail(path, n, f"{t!r} is not a number")
         row += 1
     last = first_line + len(data_lines) - 1
-    _fail(path, last, f"truncated: the header says {frames} frames but the file has {row}")
+    _fail(path, last, f"truncated: the header says {frame_count} frames but the file has {row}")
 
 
 def read_bvh(path):
@@ -276,12 +276,12 @@ def read_bvh(path):
             header[key] = float(value)
         except ValueError:
             _fail(path, k, f"{key!r} is not a number: {value.strip()!r}")
-    frames, frame_time = header["frames"], header["frame time"]
-    if frames != int(frames) or frames < 0:
-        _fail(path, k - 1, f"Frames must be a whole number, found {frames:g}")
+    frame_count, frame_time = header["frames"], header["frame time"]
+    if frame_count != int(frame_count) or frame_count < 0:
+        _fail(path, k - 1, f"Frames must be a whole number, found {frame_count:g}")
     if not (frame_time > 0 and np.isfinite(frame_time)):
         _fail(path, k, f"Frame Time must be positive, found {frame_time:g}")
-    frames = int(frames)
+    frame_count = int(frame_count)
     # byte offset of the first data line
     offset = motion_at
     for _ in range(k - m):
@@ -289,8 +289,8 @@ def read_bvh(path):
     data = raw[offset:]
     count = skeleton.num_channels
     values = parse_frames(data, count)
-    if values is None or values.shape[0] != frames:
-        _locate_bad_row(path, data.decode("latin-1").split("\n"), k + 1, count, frames)
+    if values is None or values.shape[0] != frame_count:
+        _locate_bad_row(path, data.decode("latin-1").split("\n"), k + 1, count, frame_count)
     bad = ~np.isfinite(values)
     if bad.any():
         r, c = np.argwhere(bad)[0]

@@ -178,13 +178,13 @@ def test_betas_move_bones_and_mesh_and_keep_the_pose(bridge):
     arm = add_body()
     body = load_body_model()
     rot, trans = random_pose(3)
-    bridge.write_pose(arm, rot, trans, bridge.rest_frames(arm))
+    bridge.write_pose(arm, rot, trans, bridge.bone_axes(arm))
     arm.smpl_ik.betas[0] = 2.0
     betas = np.zeros(10)
     betas[0] = 2.0
     assert arm.smpl_ik.status == ""
     assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(body.rest_joints(betas))).max() < TOL
-    rot_after, trans_after = bridge.read_pose(arm, bridge.rest_frames(arm))
+    rot_after, trans_after = bridge.read_pose(arm, bridge.bone_axes(arm))
     assert np.allclose(rot_after, rot, atol=1e-6) and np.allclose(trans_after, trans, atol=1e-6)
     expected = bridge.to_blender(body.vertices(betas, rel_rotmats=rot, trans=trans))
     assert np.abs(evaluated_vertices(bridge, arm.smpl_ik.mesh) - expected).max() < TOL

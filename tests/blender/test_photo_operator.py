@@ -67,7 +67,7 @@ def bone_angles(arm, detection):
     from models.photo.pose import smpl_targets
 
     bridge = addon("bridge")
-    local, trans = bridge.read_pose(arm, bridge.rest_frames(arm))
+    local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
     posed = forward_kinematics(local, addon("effectors").rest_joints(arm), PARENTS, trans).positions
     seen, confident = smpl_targets(detection)
     out = {}

@@ -49,7 +49,7 @@ def make_active(obj):
 
 @pytest.fixture
 def posed():
-    """A body (moved and turned, so frames matter) with the six default effectors."""
+    """A body (moved and turned, so axes matter) with the six default effectors."""
     arm = add_body()
     arm.location = (1.0, 2.0, 0.5)
     arm.rotation_euler = (0.0, 0.0, 0.6)
@@ -127,7 +127,7 @@ def test_live_off_and_raw_network_toggle(posed):
     assert bpy.ops.smpl_ik.solve() == {"FINISHED"}
     raw = load_smplik().solve(ext_effectors().core_effectors(arm, ext_effectors().effectors_of(arm)),
                               ext_effectors().rest_joints(arm), refine=False)
-    local, _ = ext_bridge().read_pose(arm, ext_bridge().rest_frames(arm))
+    local, _ = ext_bridge().read_pose(arm, ext_bridge().bone_axes(arm))
     assert np.allclose(local, raw.local_rot, atol=1e-5)
 
 
@@ -337,7 +337,7 @@ def test_solved_pose_matches_forward_kinematics_of_the_core(posed):
     effs["right_ankle"].location += Vector((0.1, -0.2, 0.25))
     update()
     bridge, eff_mod = ext_bridge(), ext_effectors()
-    local, trans = bridge.read_pose(arm, bridge.rest_frames(arm))
+    local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
     pos = forward_kinematics(local, eff_mod.rest_joints(arm), PARENTS, trans).positions
     world = np.array(arm.matrix_world)
     blender = bridge.to_blender(pos) @ world[:3, :3].T + world[:3, 3]
