@@ -1,5 +1,5 @@
 """Pose from a photo in Blender: read the image with Blender, detect and lift with the core
-(models/photo/pose.py), pose the body, pin effectors on the joints that were seen, and stand the
+(models/photo/detect.py, fit.py), pose the body, pin effectors on the joints that were seen, and stand the
 photo behind the body as a reference.
 
 MediaPipe is imported on first use only; the per-platform builds of the extension bundle it.
@@ -43,7 +43,7 @@ class PhotoOptions:
 
 @dataclass(frozen=True)
 class PhotoResult:
-    """pose: the models.photo.pose.PhotoPose written to the body; people: how many were found."""
+    """pose: the models.photo.fit.PhotoPose written to the body; people: how many were found."""
 
     pose: object
     people: int
@@ -112,7 +112,8 @@ def pose_from_image(context, arm, options):
 
     Raises SmplIkError before changing anything when the photo cannot be read, nobody is
     found or too little of the person is visible."""
-    from ..models.photo.pose import detect_people, pose_from_detection
+    from ..models.photo.detect import detect_people
+    from ..models.photo.fit import pose_from_detection
 
     if not detector_available():
         raise SmplIkError(MISSING)

@@ -30,7 +30,8 @@ def scene_state():
 
 @needs_images
 def test_photo_pose_points_limbs_the_way_the_detector_does():
-    from models.photo.pose import detect_people, smpl_targets
+    from models.photo.detect import detect_people
+    from models.photo.fit import smpl_targets
 
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
@@ -64,7 +65,7 @@ def bone_angles(arm, detection):
     """{joint: degrees} between the posed body's bone into each joint and the detection's, for
     the bones whose both ends the detection saw. The pose is read back from the armature
     (bridge.read_pose) and posed with the core's forward kinematics."""
-    from models.photo.pose import smpl_targets
+    from models.photo.fit import smpl_targets
 
     bridge = addon("bridge")
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
@@ -86,7 +87,7 @@ def test_choosing_the_second_person_poses_that_persons_limbs():
     SMPL-IK. Measured: its 15 seen bones within 2.8 degrees on average of the detection's,
     13 at worst (the short pelvis-to-hip bones), against 60 on average from the largest
     person's. Bounds: 5 and 20 degrees, and over 30 from the largest person."""
-    from models.photo.pose import detect_people
+    from models.photo.detect import detect_people
 
     rgb, image = addon("photo").load_rgb(str(IMAGES / "bus.jpg"))
     bpy.data.images.remove(image)
@@ -116,7 +117,7 @@ def test_asking_for_more_people_than_the_photo_shows_says_how_many_were_found():
 
 @needs_images
 def test_the_photo_stands_upright_behind_the_body_with_the_person_over_it():
-    from models.photo.pose import detect_people
+    from models.photo.detect import detect_people
 
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object

@@ -121,7 +121,7 @@ def test_numpy_runtime_never_imports_torch():
 
     code = ("import sys; sys.path.insert(0, %r)\n"
             "import models.ik.smplik, models.ik.ikgat, models.ik.refine, models.motion.retarget, "
-            "models.motion.batch, models.motion.rig_fit, models.photo.pose, models.body.model\n"
+            "models.motion.batch, models.motion.rig_fit, models.photo.detect, models.photo.fit, models.body.model\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in %r or m.startswith('models.training'))\n"
             "assert not bad, bad\n" % (str(ROOT), sorted(TRAINING_ONLY)))
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

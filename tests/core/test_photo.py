@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.photo import pose as photo
+from models.photo import detect, fit
 from models.core.errors import SmplIkError
 from models.core.kinematics import forward_kinematics
 from models.core.rotations import axis_angle_to_matrix
@@ -51,7 +51,7 @@ def synthetic_detection(body, local_rot, trans=(0.0, 0.0, 0.0), hidden=()):
         return pos[j] + rot[j] @ (verts[body.landmarks[vertex_name]] - rest[j])
 
     world = np.zeros((33, 3))
-    for name, lm in photo.DIRECT.items():
+    for name, lm in fit.DIRECT.items():
         world[lm] = pos[J[name]]
     world[0:11] = carried("head", "nose")                # eyes and mouth: unused, near the face
     world[7], world[8] = carried("head", "lear"), carried("head", "rear")
@@ -68,31 +68,31 @@ def synthetic_detection(body, local_rot, trans=(0.0, 0.0, 0.0), hidden=()):
     vis[list(hidden)] = 0.0
     xy = world[:, :2] * [300, -300] + [400, 400]
     bbox = (*xy.min(0), *xy.max(0))
-    return photo.Detection(world=world, image_xy=xy, visibility=vis, bbox=bbox), pos
+    return detect.Detection(world=world, image_xy=xy, visibility=vis, bbox=bbox), pos
 
 
 def test_mediapipe_axes_become_smpl_axes():
     # A person facing the camera, in MediaPipe's camera axes: their left shoulder on the
     # image's right (+x), the head up the image (-y), the nose nearer the camera (-z).
-    left, head, nose = photo.mediapipe_to_smpl([[0.2, 0, 0], [0, -0.6, 0], [0, 0, -0.1]])
+    left, head, nose = detect.mediapipe_to_smpl([[0.2, 0, 0], [0, -0.6, 0], [0, 0, -0.1]])
     assert left[0] > 0 and head[1] > 0 and nose[2] > 0            # SMPL: +X left, +Y up, +Z front
     assert np.allclose(np.cross(left, head) / np.linalg.norm(np.cross(left, head)), nose / 0.1)
-    assert np.isclose(np.linalg.det(photo.MEDIAPIPE_TO_SMPL), 1.0)  # a rotation, not a mirror
+    assert np.isclose(np.linalg.det(detect.MEDIAPIPE_TO_SMPL), 1.0)  # a rotation, not a mirror
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_targets_recover_a_posed_body(open_body, seed):
     rng = np.random.default_rng(seed)
     det, joints = synthetic_detection(open_body, random_pose(rng), trans=rng.normal(size=3))
-    positions, confident = photo.smpl_targets(det)
+    positions, confident = fit.smpl_targets(det)
     assert confident.all()
     err = np.linalg.norm(positions - joints, axis=1)
-    assert err.max() < 1e-9, {n: e for n, e in zip(photo.JOINT_NAMES, err) if e > 1e-9}
+    assert err.max() < 1e-9, {n: e for n, e in zip(fit.JOINT_NAMES, err) if e > 1e-9}
 
 
 def test_targets_at_rest_put_the_pelvis_above_the_hips(open_body):
     det, joints = synthetic_detection(open_body, np.broadcast_to(np.eye(3), (NUM_JOINTS, 3, 3)))
-    positions, _ = photo.smpl_targets(det)
+    positions, _ = fit.smpl_targets(det)
     hips_mid = (positions[J["left_hip"]] + positions[J["right_hip"]]) / 2
     assert positions[J["pelvis"]][1] > hips_mid[1] + 0.05
     heights = positions[[J[n] for n in ("pelvis", "spine1", "spine2", "spine3", "neck", "head")], 1]
@@ -101,21 +101,21 @@ def test_targets_at_rest_put_the_pelvis_above_the_hips(open_body):
 
 def test_confidence_follows_the_landmarks_each_joint_reads(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng), hidden=(15, 24, 31))
-    _, confident = photo.smpl_targets(det)
+    _, confident = fit.smpl_targets(det)
     trunk = {"pelvis", "spine1", "spine2", "spine3", "neck", "left_collar", "right_collar"}
-    unseen = {n for n in photo.JOINT_NAMES if not confident[J[n]]}
+    unseen = {n for n in fit.JOINT_NAMES if not confident[J[n]]}
     # left wrist (15); right hip (24) and the trunk built on it; left toe (31) -> left foot
     assert unseen == {"left_wrist", "right_hip", "left_foot"} | trunk
-    _, strict = photo.smpl_targets(det, min_visibility=1.01)
+    _, strict = fit.smpl_targets(det, min_visibility=1.01)
     assert not strict.any()
 
 
 def test_body_targets_keep_directions_and_take_the_body_lengths(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng))
-    positions, confident = photo.smpl_targets(det)
+    positions, confident = fit.smpl_targets(det)
     positions = positions * 1.3        # a bigger person: lengths must not carry over
     rest = open_body.rest_joints(rng.normal(scale=1.5, size=10))
-    out = photo.body_targets(positions, confident, rest)
+    out = fit.body_targets(positions, confident, rest)
     bones = np.arange(1, NUM_JOINTS), np.array(PARENTS[1:])
     lengths = np.linalg.norm(out[bones[0]] - out[bones[1]], axis=1)
     assert np.allclose(lengths, np.linalg.norm(rest[bones[0]] - rest[bones[1]], axis=1), atol=1e-9)
@@ -124,20 +124,20 @@ def test_body_targets_keep_directions_and_take_the_body_lengths(open_body, rng):
 
     partial = confident.copy()
     partial[[J["left_elbow"], J["neck"]]] = False
-    out2 = photo.body_targets(positions, partial, rest)
+    out2 = fit.body_targets(positions, partial, rest)
     assert np.isnan(out2[~partial]).all()
     assert np.allclose(out2[partial], out[partial])   # a guessed joint still carries its children
 
 
 def check_pose(pose, det, rest):
     posed = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans).positions
-    seen, _ = photo.smpl_targets(det)
+    seen, _ = fit.smpl_targets(det)
     for a, b in LIMBS:
         if pose.confident[J[a]] and pose.confident[J[b]]:
             angle = angle_deg(posed[J[b]] - posed[J[a]], seen[J[b]] - seen[J[a]])
             assert angle < 10, f"{a}->{b} is {angle:.1f} degrees off the detection"
     # placed where the rest body stands
-    feet = list(photo.FOOT_JOINTS)
+    feet = list(fit.FOOT_JOINTS)
     assert np.allclose(posed[0, [0, 2]], 0, atol=1e-9)
     assert np.isclose(posed[feet, 1].min(), rest[feet, 1].min())
     ok = pose.confident
@@ -147,7 +147,7 @@ def check_pose(pose, det, rest):
 def test_pose_from_a_full_detection_uses_ikgat(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng, 0.4), trans=(0.3, 1.0, -2.0))
     rest = open_body.rest_joints(rng.normal(scale=1.0, size=10))
-    pose = photo.pose_from_detection(det, rest)
+    pose = fit.pose_from_detection(det, rest)
     assert pose.method == "ikgat" and pose.confident.all()
     check_pose(pose, det, rest)
 
@@ -155,7 +155,7 @@ def test_pose_from_a_full_detection_uses_ikgat(open_body, rng):
 def test_pose_from_a_partial_detection_uses_smplik(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng, 0.4), hidden=(16, 20, 0, 7, 8))
     rest = open_body.rest_joints(rng.normal(scale=1.0, size=10))
-    pose = photo.pose_from_detection(det, rest)
+    pose = fit.pose_from_detection(det, rest)
     assert pose.method == "smplik"
     assert not pose.confident[[J["right_wrist"], J["right_hand"], J["head"]]].any()
     assert np.isnan(pose.targets[~pose.confident]).all()
@@ -166,23 +166,23 @@ def test_too_few_visible_joints_is_an_error(open_body, rng):
     hidden = [i for i in range(33) if i not in (11, 13)]     # left shoulder and elbow only
     det, _ = synthetic_detection(open_body, random_pose(rng), hidden=hidden)
     with pytest.raises(SmplIkError, match="only 2 joints"):
-        photo.pose_from_detection(det, open_body.rest_joints(np.zeros(10)))
+        fit.pose_from_detection(det, open_body.rest_joints(np.zeros(10)))
 
 
 def test_bad_photo_arrays_are_refused():
     for bad in (np.zeros((8, 8), np.uint8), np.zeros((8, 8, 4), np.uint8), np.zeros((8, 8, 3))):
         with pytest.raises(SmplIkError, match=r"\(H, W, 3\) uint8"):
-            photo.detect_people(bad)
+            detect.detect_people(bad)
 
 
 def test_missing_mediapipe_says_what_to_install(monkeypatch):
-    photo._pose_solution.cache_clear()
+    detect._pose_solution.cache_clear()
     monkeypatch.setitem(sys.modules, "mediapipe", None)   # makes `import mediapipe` fail
     try:
         with pytest.raises(SmplIkError, match=r"'mediapipe'.*pip install --no-deps -r requirements-photo\.txt"):
-            photo.detect_people(np.zeros((32, 32, 3), np.uint8))
+            detect.detect_people(np.zeros((32, 32, 3), np.uint8))
     finally:
-        photo._pose_solution.cache_clear()
+        detect._pose_solution.cache_clear()
 
 
 def test_read_image_gives_rgb_and_names_bad_files(tmp_path):
@@ -190,12 +190,12 @@ def test_read_image_gives_rgb_and_names_bad_files(tmp_path):
     bgr = np.zeros((4, 6, 3), np.uint8)
     bgr[..., 2] = 255                                        # red, in OpenCV's BGR order
     cv2.imwrite(str(tmp_path / "red.png"), bgr)
-    rgb = photo.read_image(tmp_path / "red.png")
+    rgb = detect.read_image(tmp_path / "red.png")
     assert rgb.shape == (4, 6, 3) and rgb.dtype == np.uint8
     assert (rgb[..., 0] == 255).all() and (rgb[..., 1:] == 0).all()
     (tmp_path / "junk.jpg").write_bytes(b"not an image")
     with pytest.raises(SmplIkError, match="junk.jpg"):
-        photo.read_image(tmp_path / "junk.jpg")
+        detect.read_image(tmp_path / "junk.jpg")
 
 
 # --- real photos ----------------------------------------------------------------------------
@@ -209,8 +209,8 @@ def images():
 
 
 def test_bus_finds_the_people_standing_largest_first(images, open_body):
-    rgb = photo.read_image(images / "bus.jpg")
-    people = photo.detect_people(rgb)
+    rgb = detect.read_image(images / "bus.jpg")
+    people = detect.detect_people(rgb)
     assert len(people) >= 2
     areas = [p.area for p in people]
     assert areas == sorted(areas, reverse=True)
@@ -229,7 +229,7 @@ def test_bus_finds_the_people_standing_largest_first(images, open_body):
         assert p.world[0, 2] > p.world[[7, 8], 2].mean() + 0.03
 
     rest = open_body.rest_joints(np.zeros(10))
-    pose = photo.pose_from_detection(people[0], rest)
+    pose = fit.pose_from_detection(people[0], rest)
     posed = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans).positions
     assert posed[[J["left_ankle"], J["right_ankle"]], 1].max() < posed[0, 1] - 0.5
     assert posed[J["head"], 1] > posed[J["neck"], 1] > posed[0, 1]
@@ -237,17 +237,17 @@ def test_bus_finds_the_people_standing_largest_first(images, open_body):
 
 
 def test_bus_max_people_limits_the_passes(images):
-    assert len(photo.detect_people(photo.read_image(images / "bus.jpg"), max_people=1)) == 1
+    assert len(detect.detect_people(detect.read_image(images / "bus.jpg"), max_people=1)) == 1
 
 
 def test_zidane_finds_nobody(images):
-    assert photo.detect_people(photo.read_image(images / "zidane.jpg")) == []
+    assert detect.detect_people(detect.read_image(images / "zidane.jpg")) == []
 
 
 def test_camera_finds_one_person(images):
-    rgb = photo.read_image(images / "camera.png")        # grey file, read as three channels
+    rgb = detect.read_image(images / "camera.png")        # grey file, read as three channels
     assert rgb.shape == (512, 512, 3)
-    people = photo.detect_people(rgb)
+    people = detect.detect_people(rgb)
     assert len(people) == 1
     x0, y0, x1, y1 = people[0].bbox
     assert x0 < 256 and y1 > 400                          # the man on the left, down to the thigh

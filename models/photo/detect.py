@@ -1,0 +1,146 @@
+"""People in a photo: MediaPipe's legacy Pose model (an optional package, imported only when a
+photo is read: `pip install --no-deps -r requirements-photo.txt`) finds them, one at a time.
+
+Frames. MediaPipe's `pose_world_landmarks` are metres with the origin between the hips, in
+the camera's axes: x to the image's right, y down the image, z away from the camera (a
+smaller z is closer to the camera). A person facing the camera has their left side on the
+image's right (+x) and their front toward the camera (-z). SMPL's frame is +X the person's
+left, +Y up, +Z the person's front. So (X, Y, Z) = (x, -y, -z): a half turn about x, a proper
+rotation (no mirror), which puts the camera on SMPL's +Z axis looking along -Z. A person facing
+the camera comes out facing +Z, and the solved body's root rotation is the person's turn
+relative to the camera. Checked on real photos: for people walking toward the camera, the
+nose comes out in front of the ears (+Z) and the left shoulder on +X. MediaPipe does not level
+the camera: a camera tilted down makes people lean back by the same angle.
+"""
+import functools
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import SmplIkError
+
+INSTALL_HINT = "pip install --no-deps -r requirements-photo.txt"
+NUM_LANDMARKS = 33
+# MediaPipe world landmarks -> SMPL frame (see the module docstring).
+MEDIAPIPE_TO_SMPL = np.diag([1.0, -1.0, -1.0])
+BBOX_MARGIN = 0.1       # each side, as a fraction of the box, when greying out a found person
+GREY = 128
+
+
+@dataclass(frozen=True, eq=False)
+class Detection:
+    """One person in a photo.
+
+    world: (33, 3) MediaPipe's world landmarks in SMPL's frame (metres, hip-centred, Y up,
+    +Z toward the camera); image_xy: (33, 2) pixels (x right, y down; may lie outside the
+    image for parts out of frame); visibility: (33,) in [0, 1]; bbox: (x0, y0, x1, y1) pixels,
+    the landmarks' extent clipped to the image.
+    """
+
+    world: np.ndarray
+    image_xy: np.ndarray
+    visibility: np.ndarray
+    bbox: tuple
+
+    @property
+    def area(self):
+        """Bounding-box area in square pixels."""
+        x0, y0, x1, y1 = self.bbox
+        return max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
+
+
+def _missing(error, what):
+    name = getattr(error, "name", None) or "mediapipe"
+    return SmplIkError(f"{what} needs the Python package '{name}', which is not installed; "
+                       f"install the photo packages with `{INSTALL_HINT}`")
+
+
+@functools.lru_cache(maxsize=1)
+def _pose_solution():
+    """The one MediaPipe Pose object (complexity 1: the model that ships in the wheel)."""
+    try:
+        import mediapipe as mp
+        solutions = mp.solutions
+    except (ImportError, AttributeError) as e:
+        raise _missing(e, "pose from a photo") from e
+    return solutions.pose.Pose(static_image_mode=True, model_complexity=1)
+
+
+_POSE_LOCK = threading.Lock()   # one graph: one image at a time
+
+
+def mediapipe_to_smpl(points):
+    """(..., 3) MediaPipe world landmarks (x right, y down, z away from the camera) ->
+    SMPL's frame (X the person's left when facing the camera, Y up, Z toward the camera)."""
+    return np.asarray(points, dtype=np.float64) @ MEDIAPIPE_TO_SMPL.T
+
+
+def _check_rgb(rgb):
+    rgb = np.asarray(rgb)
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise SmplIkError(f"a photo must be an (H, W, 3) uint8 RGB array; got shape "
+                          f"{rgb.shape} and dtype {rgb.dtype}")
+    if min(rgb.shape[:2]) < 2:
+        raise SmplIkError(f"the photo is too small ({rgb.shape[1]}x{rgb.shape[0]} pixels)")
+    return rgb
+
+
+def _overlap(a, b):
+    """Fraction of box a covered by box b."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    area = (a[2] - a[0]) * (a[3] - a[1])
+    return max(w, 0) * max(h, 0) / area if area > 0 else 1.0
+
+
+def detect_people(rgb, max_people=3):
+    """People in a photo, largest bounding box first ([] when nobody is found).
+
+    rgb: (H, W, 3) uint8. MediaPipe's legacy Pose finds one person per pass; each found
+    person's box (enlarged by BBOX_MARGIN a side) is painted grey and the photo searched again,
+    up to max_people passes. A pass that lands mostly on an already greyed box ends the search.
+    Returns a list of Detection.
+    """
+    rgb = _check_rgb(rgb)
+    if max_people < 1:
+        return []
+    pose = _pose_solution()
+    height, width = rgb.shape[:2]
+    image = np.array(rgb, copy=True, order="C")
+    found, greyed = [], []
+    with _POSE_LOCK:
+        for _ in range(int(max_people)):
+            result = pose.process(image)
+            if result.pose_landmarks is None or result.pose_world_landmarks is None:
+                break
+            norm = np.array([(p.x, p.y) for p in result.pose_landmarks.landmark], dtype=np.float64)
+            vis = np.array([p.visibility for p in result.pose_landmarks.landmark], dtype=np.float64)
+            world = np.array([(p.x, p.y, p.z) for p in result.pose_world_landmarks.landmark],
+                             dtype=np.float64)
+            xy = norm * (width, height)
+            lo = np.clip(xy.min(0), 0, (width, height))
+            hi = np.clip(xy.max(0), 0, (width, height))
+            bbox = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
+            if any(_overlap(bbox, g) > 0.5 for g in greyed):
+                break
+            found.append(Detection(world=mediapipe_to_smpl(world), image_xy=xy, visibility=vis,
+                                   bbox=bbox))
+            margin = BBOX_MARGIN * (hi - lo)
+            g0 = np.clip(np.floor(lo - margin), 0, (width, height)).astype(int)
+            g1 = np.clip(np.ceil(hi + margin), 0, (width, height)).astype(int)
+            image[g0[1]:g1[1], g0[0]:g1[0]] = GREY
+            greyed.append((*g0, *g1))
+    return sorted(found, key=lambda d: d.area, reverse=True)
+
+
+def read_image(path):
+    """(H, W, 3) uint8 RGB array of an image file, read with OpenCV."""
+    try:
+        import cv2
+    except ImportError as e:
+        raise _missing(e, "reading a photo") from e
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise SmplIkError(f"{path}: not a readable image file")
+    return np.ascontiguousarray(bgr[..., ::-1])
