@@ -1,8 +1,11 @@
 """Blender objects of an SMPL-IK body: an armature (24 bones named as SMPL's joints) with a
 skinned mesh child (a vertex group per joint, an Armature modifier, a shape key per beta).
 
-Shape changes move the shape keys and the bones' rest positions; bone rest axes never
-change, so the pose bones' rotations keep meaning the same SMPL pose.
+A body stands on the floor: its armature's origin is placed so that the floor point under the
+rest pelvis (BodyModel.rest_floor_point: the lowest rest vertex's height) is where it was put.
+Shape changes move the shape keys and the bones' rest positions, and move the armature object
+so that this floor point stays where it was in the world (the feet stay on the floor); bone rest
+axes never change, so the pose bones' rotations keep meaning the same SMPL pose.
 """
 import contextlib
 
@@ -72,12 +75,21 @@ def _place_bones(ebones, joints_blender, axes):
         eb.length = lengths[j]
 
 
+def floor_offset(body, betas):
+    """(3,) Blender frame, armature space, metres: the floor point under the rest pelvis of
+    `body` (a BodyModel) with betas (10,), where the body stands."""
+    return bridge.to_blender(body.rest_floor_point(betas))
+
+
 def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0, 0.0, 0.0),
                 betas=None, rest_joints=None):
     """Add an armature + skinned mesh for `body` (a BodyModel) and return the armature.
 
-    betas (10,): its shape (default zeros). rest_joints (24, 3), SMPL frame: place the bones
-    there instead of at the body's joints (a rig's proxy); the caller then places the mesh.
+    location (3,), Blender world frame: where the body stands, its lowest rest vertex at
+    that height and its rest pelvis above it (the armature's origin is offset by
+    `floor_offset`). betas (10,): its shape (default zeros). rest_joints (24, 3), SMPL frame:
+    place the bones there instead of at the body's joints (a rig's proxy); the armature's
+    origin is then at `location` and the caller places the armature and the mesh.
     Everything that can fail (reading the body file) happens before this is called, so a
     failure leaves the scene untouched.
     """
@@ -88,7 +100,8 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
     arm_data = bpy.data.armatures.new(name)
     arm_data.display_type = "OCTAHEDRAL"
     arm_obj = bpy.data.objects.new(name, arm_data)
-    arm_obj.location = location
+    origin = np.asarray(location, dtype=np.float64)
+    arm_obj.location = origin - floor_offset(body, betas) if rest_joints is None else origin
     arm_obj.show_in_front = True
     context.collection.objects.link(arm_obj)
     with edit_bones(context, arm_obj) as ebones:
@@ -128,7 +141,10 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
 
 
 def apply_shape(context, arm_obj):
-    """Move the mesh (shape keys) and the bones' rest positions to `arm_obj.smpl_ik.betas`.
+    """Move the mesh (shape keys) and the bones' rest positions to `arm_obj.smpl_ik.betas`,
+    and the armature object so that the floor point under the rest pelvis stays where it was
+    in the world (along the object's own axes, so a turned or scaled body keeps it too); the
+    pose, in armature space, is kept.
 
     Non-finite or out-of-range betas are refused: the previous shape is restored and
     SmplIkError raised with a message for the artist.
@@ -157,4 +173,7 @@ def apply_shape(context, arm_obj):
     axes = bridge.bone_axes(arm_obj)
     with edit_bones(context, arm_obj) as ebones:
         _place_bones(ebones, joints, axes)
+    step = floor_offset(body, betas) - floor_offset(body, np.array(props.applied_betas[:]))
+    basis = np.array(arm_obj.matrix_basis)   # loc, rot, scale (deltas included), always current
+    arm_obj.location = np.array(arm_obj.location) - basis[:3, :3] @ step
     props.applied_betas = betas.tolist()

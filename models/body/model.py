@@ -301,6 +301,14 @@ class BodyModel:
         betas = self._betas(betas)
         return self.v_template + np.einsum("vcb,...b->...vc", self.shapedirs, betas)
 
+    def rest_floor_point(self, betas):
+        """(..., 3) metres, SMPL frame: the point on the floor under the rest pelvis, for betas
+        (..., 10): the rest pelvis's X and Z with the lowest rest-pose vertex's height (Y).
+        A body stands on a floor, its pelvis over a spot, when this point is on that spot."""
+        pelvis = self.rest_joints(betas)[..., 0, :]
+        lowest = self.shaped_vertices(betas)[..., 1].min(axis=-1)
+        return np.stack([pelvis[..., 0], lowest, pelvis[..., 2]], axis=-1)
+
     def forward(self, betas, *, pose_rotvecs=None, rel_rotmats=None, trans=None):
         """Pose the body.
 

@@ -201,6 +201,19 @@ def test_bad_betas_and_pose(open_body):
         open_body.vertices(np.zeros(10), rel_rotmats=np.zeros((24, 3)))
 
 
+def test_rest_floor_point_is_under_the_pelvis_at_the_lowest_vertex(open_body, rng):
+    betas = rng.normal(scale=2.0, size=(4, 10))
+    points = open_body.rest_floor_point(betas)
+    assert points.shape == (4, 3)
+    for b, point in zip(betas, points):   # batched = one by one, by the plain definition
+        verts, pelvis = open_body.shaped_vertices(b), open_body.rest_joints(b)[0]
+        assert np.allclose(point, [pelvis[0], verts[:, 1].min(), pelvis[2]])
+        assert point[1] < pelvis[1] - 0.5     # the feet, well below the pelvis
+    # a shape that moves the feet (betas[1] on the open body, 8.5 cm at 3): the point follows
+    up, down = open_body.rest_floor_point(np.eye(10)[[1, 1]] * [[3.0], [-3.0]])
+    assert abs(up[1] - down[1]) > 0.1
+
+
 def test_cache_reloads_changed_files(smpl_arrays, tmp_path):
     import os
 
