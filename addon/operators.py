@@ -273,6 +273,10 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
     reference: BoolProperty(name="Show Photo", default=True, description="Stand the photo behind the body")
     effectors: BoolProperty(name="Add Effectors", default=True,
                             description="Pin the joints the photo shows, ready for editing")
+    key_animated: BoolProperty(name="Key If Animated", default=True,
+                               description="On a body whose pose is keyed, key the photo's pose at the "
+                                           "current frame (otherwise the action replaces it at the next "
+                                           "frame change)")
 
     def invoke(self, context, event):
         if not photo.detector_available():
@@ -304,13 +308,21 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
             return {"CANCELLED"}
         seen = int(result.pose.confident.sum())
         method = "IK-GAT" if result.pose.method == "ikgat" else "SMPL-IK"
-        self.report({"INFO"}, f"Posed {arm.name} from person {self.person} of {result.people} "
-                              f"({seen} of 24 joints seen, {method})")
+        posed = (f"Posed {arm.name} from person {self.person} of {result.people} "
+                 f"({seen} of 24 joints seen, {method})")
+        if result.keyed_frame is not None:
+            self.report({"INFO"}, f"{posed}; keyed at frame {result.keyed_frame}, as the body is animated")
+        elif result.animated:
+            self.report({"WARNING"}, f"{posed}; the body is animated, so its action replaces this pose "
+                                     "at the next frame change: key it with Keyframe Pose")
+        else:
+            self.report({"INFO"}, posed)
         return {"FINISHED"}
 
     def photo_options(self):
         return photo.PhotoOptions(filepath=self.filepath, person=self.person, min_visibility=self.min_visibility,
-                                  show_photo=self.reference, add_effectors=self.effectors)
+                                  show_photo=self.reference, add_effectors=self.effectors,
+                                  key_animated=self.key_animated)
 
 
 class RigOperator(BodyOperator):

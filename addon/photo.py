@@ -1,6 +1,7 @@
 """Pose from a photo in Blender: read the image with Blender, detect and lift with the core
 (models/photo/detect.py, fit.py), pose the body, pin effectors on the joints that were seen, and stand the
-photo behind the body as a reference.
+photo behind the body as a reference. On a body whose pose is keyed, the photo's pose is keyed
+at the current frame too (the action would replace it at the next frame change otherwise).
 
 MediaPipe is imported on first use only; the per-platform builds of the extension bundle it.
 """
@@ -15,6 +16,7 @@ from mathutils import Matrix
 from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_INDEX
 from . import bridge
+from .solving import keyframe_pose
 from .builds import PHOTO_PLATFORMS, zip_name
 from .effectors import create_effector, effectors_of, pin, rest_joints
 
@@ -32,21 +34,42 @@ PHOTO_BEHIND = 0.6   # metres from the body's origin to the reference photo, beh
 class PhotoOptions:
     """What Pose from Photo is asked to do. person: 1 is the largest person in the photo;
     min_visibility: joints the detector is less sure of are left to SMPL-IK; show_photo:
-    stand the photo behind the body; add_effectors: pin the joints the photo shows."""
+    stand the photo behind the body; add_effectors: pin the joints the photo shows;
+    key_animated: on a body whose pose is keyed, key the photo's pose at the current frame."""
 
     filepath: str
     person: int = 1
     min_visibility: float = 0.5
     show_photo: bool = True
     add_effectors: bool = True
+    key_animated: bool = True
 
 
 @dataclass(frozen=True)
 class PhotoResult:
-    """pose: the models.photo.fit.PhotoPose written to the body; people: how many were found."""
+    """pose: the models.photo.fit.PhotoPose written to the body; people: how many were found;
+    animated: the body's pose is keyed (its action sets the pose at every frame change);
+    keyed_frame: the frame the photo's pose was keyed at, or None when it was not keyed."""
 
     pose: object
     people: int
+    animated: bool = False
+    keyed_frame: int | None = None
+
+
+def pose_is_keyed(arm):
+    """Whether the body's action has keys on its pose bones (then it, not the bones, decides
+    the pose whenever the frame changes)."""
+    anim = arm.animation_data
+    action = anim.action if anim is not None else None
+    if action is None:
+        return False
+    fcurves = getattr(action, "fcurves", None)   # Blender before 5.0
+    if fcurves is None:
+        from bpy_extras import anim_utils
+        bag = anim_utils.action_get_channelbag_for_slot(action, anim.action_slot)
+        fcurves = bag.fcurves if bag is not None else ()
+    return any(fc.data_path.startswith("pose.bones[") and len(fc.keyframe_points) for fc in fcurves)
 
 
 def detector_available():
@@ -143,8 +166,13 @@ def pose_from_image(context, arm, options):
             if solved.confident[JOINT_INDEX[joint]] and joint not in have:
                 create_effector(context, arm, joint, "POSITION")
     pin(arm, effectors_of(arm, enabled_only=False))
+    animated = pose_is_keyed(arm)
+    keyed_frame = None
+    if animated and options.key_animated:
+        keyed_frame = context.scene.frame_current
+        keyframe_pose(arm, keyed_frame)
     if options.show_photo:
         _reference_empty(context, arm, image, people[index], rgb.shape)
     elif not image.users:
         bpy.data.images.remove(image)
-    return PhotoResult(pose=solved, people=len(people))
+    return PhotoResult(pose=solved, people=len(people), animated=animated, keyed_frame=keyed_frame)

@@ -192,3 +192,48 @@ def test_photo_options_choose_what_is_added_besides_the_pose():
     assert [o.empty_display_type for o in empties if not o.smpl_ik_effector.is_effector] == ["IMAGE"]
     with pytest.raises(AttributeError):
         everything.person = 3           # frozen: what the operator read stays what it asked for
+
+
+def pose_values(arm):
+    """(24 * 4 + 3,) the pose bones' quaternions and the root's location."""
+    quats = [v for name in JOINT_NAMES for v in arm.pose.bones[name].rotation_quaternion]
+    return np.array(quats + list(arm.pose.bones["pelvis"].location))
+
+
+@needs_images
+def test_photo_pose_on_a_keyed_body_is_keyed_at_the_current_frame(capfd):
+    """A body with keys: the photo's pose is keyed at the current frame (and the report says
+    so), so the next frame change keeps it; with Key If Animated off the report warns that the
+    action takes it back, and it does. A body without keys gets no action."""
+    scene = bpy.context.scene
+    photo = str(IMAGES / "camera.png")
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    assert bpy.ops.smpl_ik.pose_from_image(filepath=photo, reference=False, effectors=False) == {"FINISHED"}
+    assert arm.animation_data is None                       # not animated: nothing keyed
+    assert bpy.ops.smpl_ik.reset_pose() == {"FINISHED"}
+    rest = pose_values(arm)
+    for frame in (1, 20):
+        scene.frame_set(frame)
+        assert bpy.ops.smpl_ik.keyframe_pose() == {"FINISHED"}
+    scene.frame_set(10)
+    capfd.readouterr()
+    assert bpy.ops.smpl_ik.pose_from_image(filepath=photo, reference=False, effectors=False) == {"FINISHED"}
+    assert "keyed at frame 10, as the body is animated" in capfd.readouterr().out
+    posed = pose_values(arm)
+    assert np.abs(posed - rest).max() > 0.1
+    scene.frame_set(11)
+    scene.frame_set(10)
+    assert np.allclose(pose_values(arm), posed, atol=1e-5)  # the action now holds the photo's pose
+    scene.frame_set(15)
+    before = pose_values(arm)
+    capfd.readouterr()
+    assert bpy.ops.smpl_ik.pose_from_image(filepath=photo, reference=False, effectors=False,
+                                           key_animated=False) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert np.abs(pose_values(arm) - before).max() > 0.05   # the photo's pose, for now
+    assert "the body is animated, so its action replaces this pose at the next frame change" in out
+    assert "keyed at frame" not in out
+    scene.frame_set(16)
+    scene.frame_set(15)
+    assert np.allclose(pose_values(arm), before, atol=1e-5)  # as warned: not keyed, replaced
