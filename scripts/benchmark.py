@@ -141,7 +141,7 @@ def refined(local, trans, rest, sets, pos, gt_rot, network):
     t = time.perf_counter()
     out = [refine_pose(local[i], trans[i], rest[i], sets[i]) for i in range(len(sets))]
     per_pose = (time.perf_counter() - t) / len(sets)
-    return {**score(np.stack([r[0] for r in out]), rest, pos, gt_rot, np.stack([r[1] for r in out]),
+    return {**score(np.stack([r.local_rot for r in out]), rest, pos, gt_rot, np.stack([r.trans for r in out]),
                     effector_joints(sets)),
             "ms_single": per_pose * 1000 + network["ms_single"], "per_s_batch": 1 / per_pose}
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import SmplIkError
-from ..core.kinematics import forward_kinematics, linear_blend_skinning, skinning_transforms
+from ..core.kinematics import AttachedPoints, forward_kinematics, linear_blend_skinning, skinning_transforms
 from ..core.rotations import axis_angle_to_matrix
 from ..core.skeleton import (
     FIRST_FINGER_JOINT, JOINT_COUNT_TO_KIND, KIND_LABEL, MIDDLE_FINGER_OFFSET,
-    NUM_BODY_JOINTS_SHARED, NUM_JOINTS, PARENTS,
+    JOINT_INDEX, JOINT_NAMES, NUM_BODY_JOINTS_SHARED, NUM_JOINTS, PARENTS,
 )
 
 NUM_BETAS = 10
@@ -308,6 +308,29 @@ class BodyModel:
         pelvis = self.rest_joints(betas)[..., 0, :]
         lowest = self.shaped_vertices(betas)[..., 1].min(axis=-1)
         return np.stack([pelvis[..., 0], lowest, pelvis[..., 2]], axis=-1)
+
+    def foot_contacts(self, betas):
+        """AttachedPoints where each foot meets the floor, for betas (10,): the heel and the
+        ball (the lowest vertices that follow the ankle and the foot joint) and the toe tip
+        (the foremost low vertex following the foot joint), found from the skinning weights so
+        any SMPL-family file has them."""
+        verts = self.shaped_vertices(betas)
+        rest = self.rest_joints(betas)
+        owner = self.weights.argmax(1)
+        joints, offsets = [], []
+        for ankle, foot in ((JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
+                            (JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"])):
+            low = verts[:, 1] < verts[(owner == ankle) | (owner == foot), 1].min() + 0.02
+            heel = np.flatnonzero(low & (owner == ankle))
+            toes = np.flatnonzero(low & (owner == foot))
+            if not len(heel) or not len(toes):
+                raise SmplIkError(f"{self.path}: no vertices follow the {JOINT_NAMES[ankle]} or "
+                                  f"{JOINT_NAMES[foot]} near the sole; cannot find the foot's contact points")
+            for joint, vertex in ((ankle, heel[np.argmin(verts[heel, 2])]), (foot, toes[np.argmin(verts[toes, 1])]),
+                                  (foot, toes[np.argmax(verts[toes, 2])])):
+                joints.append(joint)
+                offsets.append(verts[vertex] - rest[joint])
+        return AttachedPoints(np.array(joints), np.array(offsets))
 
     def forward(self, betas, *, pose_rotvecs=None, rel_rotmats=None, trans=None):
         """Pose the body.

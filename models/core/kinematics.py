@@ -121,3 +121,17 @@ def analytic_rotations(positions, rest):
             local[..., j, :, :] = np.eye(3)
         world[..., j, :, :] = rp @ local[..., j, :, :]
     return local
+
+
+@dataclass(frozen=True)
+class AttachedPoints:
+    """Points that move rigidly with joints (a foot's heel and toe, say): joints (K,) int,
+    offsets (K, 3) from each joint in the rest pose (body frame, metres)."""
+
+    joints: np.ndarray
+    offsets: np.ndarray
+
+    def positions(self, fk):
+        """(..., K, 3) where the points are in a pose with forward kinematics `fk`."""
+        return fk.positions[..., self.joints, :] + np.einsum("...kab,kb->...ka", fk.rotations[..., self.joints, :, :],
+                                                              self.offsets)

@@ -34,7 +34,9 @@ class Effector:
     joint: an SMPL joint name or index. kind (an EffectorKind or its value) POSITION: target
     (3,) position; ROTATION: target (3, 3) world rotation; LOOK_AT: target (3,) point that
     the joint's local `axis` (3,) should point at. weight in (0, 1]: how much it matters next
-    to the others.
+    to the others of its level. soft: False (a hard pin, held first and never broken for a
+    soft one) or True (met as closely as the hard pins allow); tolerance (soft only, metres
+    or radians): how far a soft one may end from its target before the solve reports it.
     """
 
     joint: object
@@ -42,6 +44,8 @@ class Effector:
     target: tuple
     axis: tuple = (0.0, 0.0, 1.0)
     weight: float = 1.0
+    soft: bool = False
+    tolerance: float = 0.0
 
 
 class Column:
@@ -115,6 +119,9 @@ def encode_effectors(effectors):
             raise SmplIkError(f"effector on {e.joint}: target, axis and weight must be finite numbers")
         if not 0 < weight <= 1:
             raise SmplIkError(f"effector on {e.joint}: weight must be in (0, 1], got {weight}")
+        tolerance = float(e.tolerance)
+        if not (math.isfinite(tolerance) and tolerance >= 0):
+            raise SmplIkError(f"effector on {e.joint}: tolerance must be a number of 0 or more, got {tolerance}")
         joints[n] = j
         rows[n, Column.KIND.start + KIND_INDEX[kind]] = 1.0
         rows[n, Column.WEIGHT] = weight

@@ -1,17 +1,30 @@
-"""Make effectors exact: a few damped least-squares (Levenberg-Marquardt) steps on forward
-kinematics, starting from a network's pose and staying close to it.
+"""Make effectors exact: damped least-squares (Levenberg-Marquardt) steps on forward
+kinematics, starting from a network's pose and staying close to it, with priorities.
 
 Unknowns are a small world-frame rotation at every joint (turning its subtree about it) and
-the root translation; residuals are each effector's error scaled by its weight. The damping
-keeps each step short, so the pose moves only as far as the effectors ask, and a target out
-of reach gives a stretched pose, never NaN.
+the root translation. Two levels, solved as a prioritised (null-space) least squares each
+step: first the hard constraints (hard effectors, joints at their range limits, contact
+points at the floor), then the soft effectors, in what freedom the hard ones leave. So a
+pose never breaks a hard pin to reach a soft target: the soft one goes as far as it can, and
+what it still misses is reported (`Refined.misses`). The damping keeps each step short, so the
+pose moves only as far as the effectors ask, and a target out of reach gives a stretched
+pose, never NaN.
+
+Joint ranges (`JOINT_LIMITS`, degrees, as intrinsic Euler angles of the joint's local
+rotation, the order's first axis the hinge): the knees and elbows, the joints that otherwise
+bend the wrong way when stretched. The ranges are normal adult ranges of motion (knee flexion
+0-140, elbow flexion 0-150, forearm pronation and supination 80 each, after the AAOS tables)
+widened to hold every pose of the CMU training clips (knee flexion to 134 and hyperextension
+to 9; elbow flexion to 139, forearm twist to 54 and tilt to 30), with a few degrees to spare.
 """
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ..core.kinematics import forward_kinematics
-from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, skew, unit
-from ..core.skeleton import NUM_JOINTS, PARENTS
-from .effectors import KIND_INDEX, EffectorKind, joint_of, kind_of
+from ..core.rotations import axis_angle_to_matrix, euler_to_matrix, matrix_to_axis_angle, matrix_to_euler, skew, unit
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
+from .effectors import KIND_INDEX, Effector, EffectorKind, joint_of, kind_of
 
 # ANCESTOR[j, k]: k is j or one of its ancestors (turning k moves j).
 ANCESTOR = np.zeros((NUM_JOINTS, NUM_JOINTS))
@@ -20,9 +33,135 @@ for _j in range(NUM_JOINTS):
     while _k >= 0:
         ANCESTOR[_j, _k] = 1.0
         _k = PARENTS[_k]
-_PARENT_OR_SELF = [max(p, 0) for p in PARENTS]
 POSITION, ROTATION, LOOK_AT = (KIND_INDEX[k] for k in (EffectorKind.POSITION, EffectorKind.ROTATION,
                                                          EffectorKind.LOOK_AT))
+# A hard effector counts as held within these (metres, radians); a soft one within its tolerance.
+HARD_TOLERANCE = {EffectorKind.POSITION: 1e-3, EffectorKind.ROTATION: np.radians(0.5),
+                  EffectorKind.LOOK_AT: np.radians(0.5)}
+_STOP = 1e-5   # residuals this small are met (0.01 mm)
+_SLACK = 1e-4  # how far a step toward a soft target may disturb a met hard level (0.1 mm)
+
+
+@dataclass(frozen=True)
+class JointLimit:
+    """A joint's range: intrinsic Euler angles in `order` (its local rotation is
+    R = R_order[0](a0) R_order[1](a1) R_order[2](a2)) between `low` and `high`, degrees."""
+
+    joint: str
+    order: str
+    low: tuple
+    high: tuple
+
+
+def _mirrored(limit):
+    """The other side's range: mirroring (x -> -x) keeps turns about x and negates those about
+    y and z."""
+    sign = np.array([1.0 if a == "X" else -1.0 for a in limit.order])
+    low, high = sign * np.array(limit.low), sign * np.array(limit.high)
+    other = limit.joint.replace("left_", "right_")
+    return JointLimit(other, limit.order, tuple(np.minimum(low, high)), tuple(np.maximum(low, high)))
+
+
+_LEFT_LIMITS = (
+    # knee: flexion about x (bending back), axial turn about y (the shin), tilt about z
+    JointLimit("left_knee", "XYZ", (-10.0, -30.0, -10.0), (150.0, 30.0, 10.0)),
+    # elbow: flexion about y (negative on the left arm, forearm forward), tilt about z,
+    # forearm twist about x (the forearm's axis)
+    JointLimit("left_elbow", "YZX", (-150.0, -10.0, -80.0), (10.0, 35.0, 80.0)),
+)
+JOINT_LIMITS = _LEFT_LIMITS + tuple(_mirrored(limit) for limit in _LEFT_LIMITS)
+
+
+class _Limits:
+    """JOINT_LIMITS as arrays, radians."""
+
+    def __init__(self, limits=JOINT_LIMITS):
+        self.limits = limits
+        self.joints = [JOINT_INDEX[lim.joint] for lim in limits]
+        self.low = np.radians([lim.low for lim in limits])
+        self.high = np.radians([lim.high for lim in limits])
+
+    def clamp(self, local):
+        """A copy of local rotations (24, 3, 3) with every limited joint inside its range, and
+        the (joint number, component, Euler angles) of the components held at a bound."""
+        local = local.copy()
+        held = []
+        for n, (lim, j) in enumerate(zip(self.limits, self.joints)):
+            angles = matrix_to_euler(local[j], lim.order)
+            inside = np.clip(angles, self.low[n], self.high[n])
+            at = np.flatnonzero(np.abs(inside - angles) > 0) if np.any(inside != angles) else []
+            if len(at):
+                local[j] = euler_to_matrix(inside, lim.order)
+            for c in at:
+                held.append((n, int(c), inside))
+        return local, held
+
+    def rows(self, held, fk):
+        """Jacobian rows (H, 75) that keep each held Euler component where it is: an Euler
+        angle's rate is row c of E^-1 applied to the parent-frame turn, E's columns the axes
+        the three angles turn about (e_a, R_a e_b, R_a R_b e_c)."""
+        out = np.zeros((len(held), 3 * NUM_JOINTS + 3))
+        for r, (n, c, angles) in enumerate(held):
+            lim, j = self.limits[n], self.joints[n]
+            axes = np.eye(3)[["XYZ".index(a) for a in lim.order]]
+            first = euler_to_matrix(angles[:1], lim.order[:1])
+            second = euler_to_matrix(angles[:2], lim.order[:2])
+            e = np.stack([axes[0], first @ axes[1], second @ axes[2]], axis=1)
+            parent = fk.rotations[PARENTS[j]]
+            out[r, 3 * j:3 * j + 3] = np.linalg.inv(e)[c] @ parent.T
+        return out
+
+
+def clamp_to_limits(local_rot):
+    """Local rotations (24, 3, 3) with the knees and elbows moved inside JOINT_LIMITS."""
+    return _Limits().clamp(np.asarray(local_rot, dtype=np.float64))[0]
+
+
+@dataclass(frozen=True)
+class RefineOptions:
+    """joint_limits: keep knees and elbows inside JOINT_LIMITS. plant_feet: when the pose on
+    screen is known (`SmplIk.solve(current_pose=...)`), ankles pinned by position keep its
+    foot orientation (`planted_feet`). floor: a height (body frame, metres along Y) that
+    `contacts` (AttachedPoints, e.g. BodyModel.foot_contacts) stay above; None for no floor.
+    iterations, damping: the least-squares loop's."""
+
+    joint_limits: bool = True
+    plant_feet: bool = True
+    floor: float = None
+    contacts: object = None
+    iterations: int = 30
+    damping: float = 1e-3
+
+
+@dataclass(frozen=True)
+class Miss:
+    """An effector the pose does not meet: how far it is (metres, or radians for rotations and
+    look-ats) against what counts as met."""
+
+    joint: str
+    kind: EffectorKind
+    error: float
+    tolerance: float
+    soft: bool
+
+    def describe(self):
+        """'left_wrist is 12.3 cm from its target' / 'head is turned 8.0 degrees from its target'."""
+        if self.kind is EffectorKind.POSITION:
+            return f"{self.joint} is {self.error * 100:.1f} cm from its target"
+        what = "turned" if self.kind is EffectorKind.ROTATION else "looking"
+        return f"{self.joint} is {what} {np.degrees(self.error):.1f} degrees from its target"
+
+
+@dataclass(frozen=True)
+class Refined:
+    """A refined pose: local_rot (24, 3, 3), trans (3,); errors (E,) per effector as given
+    (metres, radians); misses, the effectors not met (hard beyond HARD_TOLERANCE, soft beyond
+    their tolerance), largest first."""
+
+    local_rot: np.ndarray
+    trans: np.ndarray
+    errors: np.ndarray
+    misses: tuple = field(default_factory=tuple)
 
 
 class _Targets:
@@ -33,7 +172,7 @@ class _Targets:
         n = len(effectors)
         self.joint = np.array([joint_of(e, n) for n, e in enumerate(effectors)], dtype=np.int64)
         kinds = [kind_of(e) for e in effectors]
-        self.kind = np.array([KIND_INDEX[k] for k in kinds])
+        self.kind = np.array([KIND_INDEX[k] for k in kinds], dtype=np.int64)
         self.weight = np.array([float(e.weight) for e in effectors])
         self.point = np.zeros((n, 3))
         self.rotation = np.tile(np.eye(3), (n, 1, 1))
@@ -48,9 +187,14 @@ class _Targets:
         self.mask = ANCESTOR[self.joint]                                   # (E, 24)
         self.any_rotation = bool((self.kind == ROTATION).any())
 
+    def __len__(self):
+        return len(self.joint)
+
 
 def _residuals(t, world, pos, want_jacobian):
     """Weighted residuals (3E,) and their Jacobian (3E, 75) over [turns (24x3), root move]."""
+    if not len(t):
+        return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
     p = pos[t.joint]                                                        # (E, 3)
     r = p - t.point                                                         # position
     rot_err = (matrix_to_axis_angle(world[t.joint] @ np.swapaxes(t.rotation, -1, -2)) if t.any_rotation
@@ -76,40 +220,186 @@ def _residuals(t, world, pos, want_jacobian):
     return r.ravel(), jac.reshape(3 * n, -1)
 
 
+def _floor_rows(contacts, floor, fk):
+    """Residuals and Jacobian rows of the contact points at or below the floor: each such
+    point's height above it (<= 0), so the hard level lifts sunken points and holds those on
+    the floor from sinking."""
+    points = contacts.positions(fk)                                         # (K, 3)
+    low = np.flatnonzero(points[:, 1] < floor + 1e-6)
+    if not len(low):
+        return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
+    rows = np.zeros((len(low), 3 * NUM_JOINTS + 3))
+    for r, k in enumerate(low):
+        j = contacts.joints[k]
+        lever = skew(points[k] - fk.positions)                              # (24, 3, 3): d p = -[p - p_a] w_a
+        rows[r, :3 * NUM_JOINTS] = (-lever[:, 1, :] * ANCESTOR[j][:, None]).ravel()
+        rows[r, 3 * NUM_JOINTS + 1] = 1.0
+    return np.minimum(points[low, 1] - floor, 0.0), rows
+
+
 def apply_step(local_rot, trans, fk, step):
     """Turn every joint k's subtree by the world-frame rotation step[3k:3k+3] (axis-angle,
     about the joint) and move the root by step[-3:]; fk is the pose's forward kinematics."""
     turn = axis_angle_to_matrix(step[:-3].reshape(NUM_JOINTS, 3))
-    wp = fk.rotations[_PARENT_OR_SELF]                       # a joint turns in its parent's frame
+    wp = fk.rotations[list(PARENT_OR_SELF)]                  # a joint turns in its parent's frame
     wp[0] = np.eye(3)
     return np.swapaxes(wp, -1, -2) @ turn @ wp @ local_rot, trans + step[-3:]
 
 
-def refine_pose(local_rot, trans, rest, effectors, iterations=20, damping=1e-3, tolerance=1e-5):
-    """Refined (local_rot (24, 3, 3), trans (3,)) so the effectors hold.
+class _Problem:
+    """The two levels at one pose: hard residuals and rows (effectors, held limits, floor), soft ones."""
 
-    Stops early once every weighted residual is below `tolerance` (1e-5: 0.01 mm).
+    def __init__(self, hard, soft, limits, options, rest):
+        self.hard, self.soft, self.limits, self.options, self.rest = hard, soft, limits, options, rest
+
+    def evaluate(self, local, trans, held):
+        fk = forward_kinematics(local, self.rest, PARENTS, trans)
+        rh, jh = _residuals(self.hard, fk.rotations, fk.positions, True)
+        parts_r, parts_j = [rh], [jh]
+        if held:
+            parts_r.append(np.zeros(len(held)))
+            parts_j.append(self.limits.rows(held, fk))
+        if self.options.floor is not None and self.options.contacts is not None:
+            fr, fj = _floor_rows(self.options.contacts, self.options.floor, fk)
+            parts_r.append(fr)
+            parts_j.append(fj)
+        rs, js = _residuals(self.soft, fk.rotations, fk.positions, True)
+        return fk, np.concatenate(parts_r), np.concatenate(parts_j), rs, js
+
+
+def _prioritised_step(rh, jh, rs, js, lam):
+    """The hard level's damped least-squares step, plus the soft level's within the hard
+    level's null space (J_s N)^+ (-r_s - J_s dx_h)."""
+    step = np.zeros(js.shape[1] if len(rs) else jh.shape[1])
+    null = None
+    if len(rh):
+        gram = jh @ jh.T
+        step = -jh.T @ np.linalg.solve(gram + lam * np.eye(len(rh)), rh)
+        scale = max(np.trace(gram) / len(rh), 1e-12)
+        null = np.eye(jh.shape[1]) - jh.T @ np.linalg.solve(gram + 1e-9 * scale * np.eye(len(rh)), jh)
+    if len(rs):
+        a = js if null is None else js @ null
+        step = step - a.T @ np.linalg.solve(a @ a.T + lam * np.eye(len(rs)), rs + js @ step)
+    return step
+
+
+def _better(new_rh, new_rs, rh, rs):
+    """Lexicographic acceptance with slack: while the hard level is off by more than _SLACK,
+    only a step that improves it; once within, a step that improves the soft level without
+    taking the hard one beyond _SLACK, or improves the hard one without worsening the soft."""
+    h, s = float(rh @ rh), float(rs @ rs)
+    new_h, new_s = float(new_rh @ new_rh), float(new_rs @ new_rs)
+    slack = len(rh) * _SLACK ** 2
+    if h > slack:
+        return new_h < h
+    return (new_s < s and new_h <= slack) or (new_h < h and new_s <= s * (1 + 1e-9))
+
+
+def effector_errors(effectors, local_rot, trans, rest):
+    """Per effector, unweighted: metres (position), radians (rotation: the geodesic angle;
+    look-at: the angle between the joint's axis and the direction to the target)."""
+    fk = forward_kinematics(local_rot, rest, PARENTS, trans)
+    t = _Targets(effectors)
+    if not len(t):
+        return np.zeros(0)
+    r = np.linalg.norm(_residuals(t, fk.rotations, fk.positions, False)[0].reshape(-1, 3), axis=1) / t.weight
+    chord = t.kind == LOOK_AT                            # |u - v| of unit vectors is 2 sin(angle / 2)
+    r[chord] = 2 * np.arcsin(np.clip(r[chord] / 2, 0.0, 1.0))
+    return r
+
+
+def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
+    """Refine a pose (local_rot (24, 3, 3), trans (3,), on rest joints (24, 3)) so that the
+    hard effectors hold and the soft ones come as close as they can. Returns Refined.
+
+    Each iteration takes the prioritised step and keeps the knees and elbows inside their
+    ranges (a component pushed to its bound is held there as a hard row from then on); it
+    stops once every residual is below 1e-5 (0.01 mm), or when the soft level stops
+    improving with the hard level met.
     """
     local = np.array(local_rot, dtype=np.float64)
     trans = np.array(trans, dtype=np.float64)
     rest = np.asarray(rest, dtype=np.float64)
+    effectors = list(effectors)
+    soft_flags = [bool(getattr(e, "soft", False)) for e in effectors]
+    hard = _Targets([e for e, s in zip(effectors, soft_flags) if not s])
+    soft = _Targets([e for e, s in zip(effectors, soft_flags) if s])
+    limits = _Limits() if options.joint_limits else None
+    held = []
+    if limits is not None:
+        local, held = limits.clamp(local)
+    problem = _Problem(hard, soft, limits, options, rest)
+    state = (local, trans, held) + problem.evaluate(local, trans, held)
+    state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
+    # the soft level has gone as far as it can: make the hard one exact again if a step left it off
+    state = _descend(problem, limits, state, 10, options.damping, use_soft=False)
+    local, trans = state[0], state[1]
+    errors = effector_errors(effectors, local, trans, rest)
+    return Refined(local_rot=local, trans=trans, errors=errors, misses=_misses(effectors, soft_flags, errors))
+
+
+def _descend(problem, limits, state, iterations, damping, use_soft):
+    """Damped prioritised steps from `state` (local, trans, held, fk, rh, jh, rs, js); with
+    use_soft False only the hard level moves and only its cost decides."""
+    local, trans, held, fk, rh, jh, rs, js = state
     lam = damping
-    targets = _Targets(effectors)
-    fk = forward_kinematics(local, rest, PARENTS, trans)
-    r, jac = _residuals(targets, fk.rotations, fk.positions, True)
-    cost = r @ r
+    none = np.zeros(0), np.zeros((0, jh.shape[1]))
     for _ in range(iterations):
-        if np.abs(r).max() < tolerance:
+        hard_met = not len(rh) or np.abs(rh).max() < _STOP
+        if hard_met and (not use_soft or not len(rs) or np.abs(rs).max() < _STOP):
             break
-        # (J'J + lam I)^-1 J' = J' (J J' + lam I)^-1: the small system has one row per residual
-        step = -jac.T @ np.linalg.solve(jac @ jac.T + lam * np.eye(len(r)), r)
+        step = _prioritised_step(rh, jh, *((rs, js) if use_soft else none), lam)
         new, new_trans = apply_step(local, trans, fk, step)
-        new_fk = forward_kinematics(new, rest, PARENTS, new_trans)
-        new_r, new_jac = _residuals(targets, new_fk.rotations, new_fk.positions, True)
-        new_cost = new_r @ new_r
-        if new_cost < cost:  # accept, trust the linear model more
-            local, trans, fk, r, jac, cost = new, new_trans, new_fk, new_r, new_jac, new_cost
+        new_held = held
+        if limits is not None:
+            new, pushed = limits.clamp(new)
+            new_held = _merge_held(held, pushed)
+        new_fk, new_rh, new_jh, new_rs, new_js = problem.evaluate(new, new_trans, new_held)
+        accept = (_better(new_rh, new_rs, rh, rs) if use_soft
+                  else float(new_rh @ new_rh) < float(rh @ rh))
+        if accept:
+            gain = float(rs @ rs) - float(new_rs @ new_rs)
+            settled = use_soft and len(rs) and gain < 1e-9 * float(rs @ rs) and float(new_rh @ new_rh) <= float(rh @ rh)
+            local, trans, held, fk, rh, jh, rs, js = new, new_trans, new_held, new_fk, new_rh, new_jh, new_rs, new_js
             lam = max(lam * 0.3, 1e-7)
-        else:                # reject, shorter step
+            if settled:
+                break     # the soft level no longer moves: as close as it gets
+        else:
             lam *= 10.0
-    return local, trans
+            if lam > 1e8:
+                break
+    return local, trans, held, fk, rh, jh, rs, js
+
+
+def _merge_held(held, pushed):
+    """Held limit components, updated with the ones a step pushed to their bound."""
+    merged = {(n, c): angles for n, c, angles in held}
+    for n, c, angles in pushed:
+        merged[(n, c)] = angles
+    return [(n, c, angles) for (n, c), angles in merged.items()]
+
+
+def _misses(effectors, soft_flags, errors):
+    out = []
+    for e, soft, error in zip(effectors, soft_flags, errors):
+        kind = kind_of(e)
+        tolerance = max(float(getattr(e, "tolerance", 0.0)), HARD_TOLERANCE[kind]) if soft else HARD_TOLERANCE[kind]
+        if error > tolerance:
+            name = e.joint if isinstance(e.joint, str) else JOINT_NAMES[int(e.joint)]
+            out.append(Miss(name, kind, float(error), tolerance, soft))
+    return tuple(sorted(out, key=lambda m: -m.error))
+
+
+def planted_feet(effectors, world_rotations):
+    """Extra hard effectors that keep each foot as it is: for an ankle pinned by position and
+    not by rotation, the ankle's and the foot joint's world rotations (24, 3, 3) of the pose
+    on screen. The toes then stay where they were while the rest of the body moves."""
+    kinds = {(joint_of(e, n), kind_of(e)) for n, e in enumerate(effectors)}
+    extra = []
+    for ankle, foot in (("left_ankle", "left_foot"), ("right_ankle", "right_foot")):
+        a, f = JOINT_INDEX[ankle], JOINT_INDEX[foot]
+        if (a, EffectorKind.POSITION) in kinds and (a, EffectorKind.ROTATION) not in kinds:
+            extra.append(Effector(ankle, EffectorKind.ROTATION, np.asarray(world_rotations[a])))
+            if (f, EffectorKind.ROTATION) not in kinds:
+                extra.append(Effector(foot, EffectorKind.ROTATION, np.asarray(world_rotations[f])))
+    return extra

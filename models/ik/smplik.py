@@ -31,11 +31,15 @@ DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
 @dataclass(frozen=True)
 class IkSolution:
     """A solved pose: local rotations (24, 3, 3) and root translation (3,) for a body with
-    rest joints (24, 3); `positions` (24, 3) are computed on first use."""
+    rest joints (24, 3); `positions` (24, 3) are computed on first use. After refinement,
+    `errors` (E,) per effector (metres, radians) and `misses`, the effectors not met
+    (refine.Miss, largest first; empty when all hold)."""
 
     local_rot: np.ndarray
     trans: np.ndarray
     rest: np.ndarray
+    errors: np.ndarray = None
+    misses: tuple = ()
 
     @cached_property
     def positions(self):
@@ -185,16 +189,28 @@ class SmplIk:
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
         return local, trans
 
-    def solve(self, effectors, rest_joints, refine=True):
-        """Pose for a list of Effectors on a body with rest joints (24, 3)."""
+    def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None):
+        """Pose for a list of Effectors on a body with rest joints (24, 3).
+
+        refine: make the hard effectors exact and the soft ones as close as they can come
+        (refine.refine_pose with `options`, a RefineOptions). current_pose: (local_rot, trans)
+        of the pose on screen, if any: with options.plant_feet, ankles pinned by position keep
+        its foot orientation."""
+        from .refine import RefineOptions, planted_feet, refine_pose
+
+        options = RefineOptions() if options is None else options
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         local, trans = self.predict(encode_effectors(effectors), rest)
         local, trans = local[0], trans[0]
-        if refine:
-            from .refine import refine_pose
-
-            local, trans = refine_pose(local, trans, rest[0], effectors)
-        return IkSolution(local_rot=local, trans=trans, rest=rest[0])
+        if not refine:
+            return IkSolution(local_rot=local, trans=trans, rest=rest[0])
+        extra = []
+        if options.plant_feet and current_pose is not None:
+            world = forward_kinematics(current_pose[0], rest[0], PARENTS, current_pose[1]).rotations
+            extra = planted_feet(effectors, world)
+        refined = refine_pose(local, trans, rest[0], list(effectors) + extra, options)
+        return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
+                          errors=refined.errors[:len(effectors)], misses=refined.misses)
 
     def solve_positions(self, joints, targets, rest_joints):
         """Many poses at once from the same joints pinned by position (no refinement), for

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from models.ik.refine import clamp_to_limits
 from models.photo import detect, fit
 from models.core.errors import SmplIkError
 from models.core.kinematics import forward_kinematics
@@ -34,7 +35,7 @@ def random_pose(rng, scale=0.5):
     aa[0] = [0.0, rng.uniform(-np.pi, np.pi), 0.0] + rng.normal(scale=0.15, size=3)
     for name in UNSEEN:
         aa[J[name]] = 0.0
-    return axis_angle_to_matrix(aa)
+    return clamp_to_limits(axis_angle_to_matrix(aa))   # a pose a person can take: knees and elbows in range
 
 
 def synthetic_detection(body, local_rot, trans=(0.0, 0.0, 0.0), hidden=()):

@@ -134,7 +134,8 @@ def test_refinement_makes_effectors_exact_and_stays_close(open_body, rng):
     rot, rest, fk = true_pose(open_body, rng)
     effs = mixed_effectors(fk)
     start = axis_angle_to_matrix(rng.normal(scale=0.05, size=(24, 3))) @ rot
-    local, trans = refine_pose(start, fk.positions[0] - rest[0] + 0.03, rest, effs)
+    out = refine_pose(start, fk.positions[0] - rest[0] + 0.03, rest, effs)
+    local, trans = out.local_rot, out.trans
     errors = measured_effector_errors(effs, local, trans, rest)
     assert errors.max() < 2e-5, errors   # the refinement stops once each residual is under 1e-5 (0.01 mm)
     # joints no effector pins stay near where the start put them
@@ -165,7 +166,8 @@ def test_refinement_jacobian_matches_finite_differences(open_body, rng):
 def test_far_targets_give_a_finite_stretched_pose(open_body, rng):
     rot, rest, fk = true_pose(open_body, rng)
     effs = [Effector("left_wrist", "position", (8.0, 1.0, 0.0)), Effector("pelvis", "position", tuple(fk.positions[0]))]
-    local, trans = refine_pose(rot, fk.positions[0] - rest[0], rest, effs)
+    out = refine_pose(rot, fk.positions[0] - rest[0], rest, effs)
+    local, trans = out.local_rot, out.trans
     assert np.all(np.isfinite(local)) and np.all(np.isfinite(trans))
     assert np.allclose(local @ np.swapaxes(local, -1, -2), np.eye(3), atol=1e-6)
     pos = forward_kinematics(local, rest, PARENTS, trans).positions

@@ -1,0 +1,165 @@
+"""The prioritised refinement: hard pins hold, soft targets come as close as they can and
+say how far they miss, knees and elbows stay in range, feet stay planted and above a floor."""
+import numpy as np
+import pytest
+from conftest import measured_effector_errors
+from scipy.spatial.transform import Rotation
+
+from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
+from models.core.skeleton import JOINT_INDEX, PARENTS
+from models.ik.effectors import Effector, EffectorKind, encode_effectors
+from models.ik.refine import JOINT_LIMITS, RefineOptions, refine_pose
+from models.ik.smplik import SmplIk, six_point_effectors
+
+P = EffectorKind.POSITION
+DEFAULTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
+
+
+@pytest.fixture(scope="module")
+def standing(open_body):
+    """The open body standing at rest: (local, trans, rest, fk)."""
+    rest = open_body.rest_joints(np.zeros(10))
+    local, trans = np.tile(np.eye(3), (24, 1, 1)), np.zeros(3)
+    arms_down = Rotation.from_euler("z", [[-60], [60]], degrees=True).as_matrix()   # A-pose: arms 60 degrees down
+    local[JOINT_INDEX["left_shoulder"]], local[JOINT_INDEX["right_shoulder"]] = arms_down
+    return local, trans, rest, forward_kinematics(local, rest, PARENTS, trans)
+
+
+def pins(fk, moved=None, soft=()):
+    out = []
+    for name in DEFAULTS:
+        target = fk.positions[JOINT_INDEX[name]] if moved is None or name not in moved else moved[name]
+        out.append(Effector(name, P, tuple(target), soft=name in soft))
+    return out
+
+
+def limb_euler(local, limit):
+    """The joint's local rotation as intrinsic Euler angles (degrees) by scipy, the outside reference."""
+    return Rotation.from_matrix(local[JOINT_INDEX[limit.joint]]).as_euler(limit.order, degrees=True)
+
+
+def inside(local, slack=1e-6):
+    return all(np.all(limb_euler(local, lim) >= np.array(lim.low) - slack)
+               and np.all(limb_euler(local, lim) <= np.array(lim.high) + slack) for lim in JOINT_LIMITS)
+
+
+def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
+    local, trans, rest, fk = standing
+    far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]         # far beyond the arm
+    effs = pins(fk, {"left_wrist": far}, soft=("left_wrist",))
+    out = refine_pose(local, trans, rest, effs)
+    errors = measured_effector_errors(effs, out.local_rot, out.trans, rest)
+    hard = [n for n, e in enumerate(effs) if not e.soft]
+    assert errors[hard].max() < 1e-4, errors                              # every hard pin holds (0.1 mm)
+    # the wrist went as far as it could: the arm is stretched straight toward the target
+    posed = forward_kinematics(out.local_rot, rest, PARENTS, out.trans).positions
+    shoulder, elbow, wrist = (posed[JOINT_INDEX[n]] for n in ("left_shoulder", "left_elbow", "left_wrist"))
+    reach = np.linalg.norm(rest[JOINT_INDEX["left_elbow"]] - rest[JOINT_INDEX["left_shoulder"]]) + \
+        np.linalg.norm(rest[JOINT_INDEX["left_wrist"]] - rest[JOINT_INDEX["left_elbow"]])
+    assert np.linalg.norm(wrist - shoulder) > 0.97 * reach
+    assert errors[2] < np.linalg.norm(far - fk.positions[JOINT_INDEX["left_wrist"]])
+    # and the solve says which effector misses, by how much
+    (miss,) = out.misses
+    assert miss.joint == "left_wrist" and miss.soft and np.isclose(miss.error, errors[2], atol=1e-9)
+    assert miss.describe() == f"left_wrist is {errors[2] * 100:.1f} cm from its target"
+    assert inside(out.local_rot)
+
+
+def test_all_hard_pins_are_pulled_by_an_unreachable_one_where_soft_ones_are_not(standing):
+    """The old behaviour, for contrast: one level, every pin gives a little."""
+    local, trans, rest, fk = standing
+    far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
+    all_hard = pins(fk, {"left_wrist": far})
+    out = refine_pose(local, trans, rest, all_hard)
+    errors = measured_effector_errors(all_hard, out.local_rot, out.trans, rest)
+    assert np.delete(errors, 2).max() > 2e-3            # the other pins drift by millimetres
+    assert {m.joint for m in out.misses} >= {"left_wrist"} and not any(m.soft for m in out.misses)
+
+
+def test_a_reachable_soft_target_is_met(standing):
+    local, trans, rest, fk = standing
+    near = fk.positions[JOINT_INDEX["left_wrist"]] + [0.05, 0.15, 0.2]
+    effs = pins(fk, {"left_wrist": near}, soft=("left_wrist",))
+    out = refine_pose(local, trans, rest, effs)
+    assert measured_effector_errors(effs, out.local_rot, out.trans, rest).max() < 1e-4
+    assert out.misses == ()
+
+
+def test_knees_and_elbows_stay_in_range_when_stretched(standing):
+    local, trans, rest, fk = standing
+    # the hands pulled far out, and a start pose (a network's guess, say) with the left knee
+    # bent forward and the right elbow past straight
+    start = local.copy()
+    start[JOINT_INDEX["left_knee"]] = Rotation.from_euler("x", -40, degrees=True).as_matrix()
+    start[JOINT_INDEX["right_elbow"]] = Rotation.from_euler("y", -30, degrees=True).as_matrix()
+    assert not inside(start)
+    moved = {"left_wrist": fk.positions[JOINT_INDEX["left_wrist"]] + [0.8, 0.3, 0.2],
+             "right_wrist": fk.positions[JOINT_INDEX["right_wrist"]] + [-1.0, 0.3, 0.0]}
+    effs = pins(fk, moved, soft=tuple(moved))
+    out = refine_pose(start, trans, rest, effs)
+    assert inside(out.local_rot)
+    assert measured_effector_errors(effs, out.local_rot, out.trans, rest)[[0, 1, 4, 5]].max() < 1e-4
+    free = refine_pose(start, trans, rest, effs, RefineOptions(joint_limits=False))
+    assert not inside(free.local_rot)            # without the ranges the wrong-way bends stay
+
+
+def test_refined_random_sets_stay_in_range(open_body, rng):
+    from models.core.rotations import axis_angle_to_matrix
+    from models.ik.refine import clamp_to_limits
+
+    net = SmplIk.load()
+    for _ in range(10):
+        rest = open_body.rest_joints(rng.normal(size=10))
+        true = clamp_to_limits(axis_angle_to_matrix(rng.normal(scale=0.4, size=(24, 3))))
+        fk = forward_kinematics(true, rest, PARENTS, rng.normal(scale=0.2, size=3))
+        sol = net.solve(six_point_effectors(fk.positions), rest)
+        assert inside(sol.local_rot)
+        assert sol.misses == () and sol.errors.max() < 1e-4
+
+
+def test_planted_feet_keep_their_orientation_while_a_hand_moves(open_body, standing):
+    local, trans, rest, fk = standing
+    net = SmplIk.load()
+    contacts = open_body.foot_contacts(np.zeros(10))
+    before = contacts.positions(fk)
+    target = fk.positions[JOINT_INDEX["left_wrist"]] + [0.0, 0.3, 0.3]
+    effs = pins(fk, {"left_wrist": target}, soft=("left_wrist",))
+    planted = net.solve(effs, rest, current_pose=(local, trans))
+    loose = net.solve(effs, rest, options=RefineOptions(plant_feet=False), current_pose=(local, trans))
+    lift = lambda sol: np.abs(contacts.positions(forward_kinematics(sol.local_rot, rest, PARENTS, sol.trans))  # noqa: E731
+                              - before)[:, 1].max()
+    assert lift(planted) < 1e-3                  # heels, balls and toes stay within a millimetre of their height
+    assert lift(loose) > 5e-3                    # the network's own feet would lift the toes
+    assert planted.misses == ()
+
+
+def test_contact_points_stay_above_the_floor(open_body, standing):
+    local, trans, rest, fk = standing
+    contacts = open_body.foot_contacts(np.zeros(10))
+    floor = contacts.positions(fk)[:, 1].min()
+    # only the ankles pinned, 3 cm lower than standing: meeting them would sink the feet
+    effs = [Effector(name, P, tuple(fk.positions[JOINT_INDEX[name]] + [0.0, -0.03, 0.0]), soft=True)
+            for name in ("left_ankle", "right_ankle")]
+    options = RefineOptions(floor=floor, contacts=contacts)
+    out = refine_pose(local, trans, rest, effs, options)
+    heights = contacts.positions(forward_kinematics(out.local_rot, rest, PARENTS, out.trans))[:, 1]
+    assert heights.min() > floor - 1e-4
+    assert {m.joint for m in out.misses} == {"left_ankle", "right_ankle"}   # they are reported instead
+    sunk = refine_pose(local, trans, rest, effs)
+    assert contacts.positions(forward_kinematics(sunk.local_rot, rest, PARENTS, sunk.trans))[:, 1].min() < floor - 0.01
+
+
+def test_rotation_and_look_at_misses_are_in_degrees(standing):
+    local, trans, rest, fk = standing
+    twisted = Rotation.from_euler("y", 170, degrees=True).as_matrix() @ fk.rotations[JOINT_INDEX["left_elbow"]]
+    effs = pins(fk) + [Effector("left_elbow", EffectorKind.ROTATION, twisted, soft=True, tolerance=0.01)]
+    out = refine_pose(local, trans, rest, effs)
+    assert out.misses and out.misses[0].joint == "left_elbow"
+    assert out.misses[0].describe().startswith("left_elbow is turned ") and "degrees from its target" in out.misses[0].describe()
+
+
+@pytest.mark.parametrize("tolerance", [np.nan, -0.01, np.inf])
+def test_a_bad_tolerance_is_refused(tolerance):
+    with pytest.raises(SmplIkError, match="effector on head: tolerance must be a number of 0 or more"):
+        encode_effectors([Effector("head", P, (0, 1.6, 0), soft=True, tolerance=tolerance)])
