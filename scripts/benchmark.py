@@ -16,6 +16,8 @@ fitted body; --max-frames samples N frames evenly across the clips (fixed seed).
   smplik_random  SMPL-IK on 3-12 random effectors per pose (positions, rotations, look-ats;
                  at least one position), fixed seed; also MPJPE by number of effectors;
                  smplik_random_refined: then made exact
+SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
+inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
 joint too), effector_mm (effector methods), ms_single (median, one pose at a time) and
 per_s_batch (poses per second in batches of 1024, median of 5 batches; SMPL-IK's batch is
@@ -48,8 +50,8 @@ from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat  # noqa: E40
 from models.core.kinematics import forward_kinematics  # noqa: E402
 from models.motion.retarget import retarget  # noqa: E402
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
-from models.ik.refine import refine_pose  # noqa: E402
-from models.core.skeleton import JOINT_NAMES, PARENTS  # noqa: E402
+from models.ik.refine import JOINT_LIMITS, refine_pose  # noqa: E402
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
 from models.ik.effectors import Effector, EffectorKind, encode_effector_sets, joint_of  # noqa: E402
 from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk  # noqa: E402
 from models.ik.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
@@ -141,9 +143,22 @@ def refined(local, trans, rest, sets, pos, gt_rot, network):
     t = time.perf_counter()
     out = [refine_pose(local[i], trans[i], rest[i], sets[i]) for i in range(len(sets))]
     per_pose = (time.perf_counter() - t) / len(sets)
-    return {**score(np.stack([r.local_rot for r in out]), rest, pos, gt_rot, np.stack([r.trans for r in out]),
-                    effector_joints(sets)),
-            "ms_single": per_pose * 1000 + network["ms_single"], "per_s_batch": 1 / per_pose}
+    poses = np.stack([r.local_rot for r in out])
+    return {**score(poses, rest, pos, gt_rot, np.stack([r.trans for r in out]), effector_joints(sets)),
+            "ms_single": per_pose * 1000 + network["ms_single"], "per_s_batch": 1 / per_pose,
+            "inside_limits": inside_limits(poses)}
+
+
+def inside_limits(local_rot):
+    """Fraction of poses (N, 24, 3, 3) whose knees and elbows are all inside the documented
+    ranges (models.ik.refine.JOINT_LIMITS), read with scipy's Euler decomposition."""
+    from scipy.spatial.transform import Rotation
+
+    ok = np.ones(len(local_rot), bool)
+    for lim in JOINT_LIMITS:
+        angles = Rotation.from_matrix(local_rot[:, JOINT_INDEX[lim.joint]]).as_euler(lim.order, degrees=True)
+        ok &= np.all((angles >= np.array(lim.low) - 1e-6) & (angles <= np.array(lim.high) + 1e-6), axis=1)
+    return float(ok.mean())
 
 
 def effector_joints(sets):
@@ -222,7 +237,7 @@ def main(argv=None):
             single = median_seconds(lambda i: net.solve(six[i % n], rest[i % n], refine=False), 100)
             rate = 1024 / median_seconds(lambda i: net.solve_positions(SIX_POINTS, big, batch[1]), 5)
             methods[name] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
-                             "ms_single": single * 1000, "per_s_batch": rate}
+                             "ms_single": single * 1000, "per_s_batch": rate, "inside_limits": inside_limits(local)}
         methods["smplik_6pt_refined"] = refined(local, trans, rest, six, pos, gt_rot, methods["smplik_6pt"])
         sets = random_effectors(pos, world, np.random.default_rng(0))
         local, trans = net.predict(encode_effector_sets(sets), rest)
@@ -233,7 +248,8 @@ def main(argv=None):
             by_count[f"{lo}-{hi}"] = round(score(local[k], rest[k], pos[k], gt_rot[k], trans[k])["mpjpe_mm"], 1)
         methods["smplik_random"] = {**score(local, rest, pos, gt_rot, trans, effector_joints(sets)),
                                     "mpjpe_mm_by_effector_count": by_count,
-                                    "ms_single": methods["smplik_6pt"]["ms_single"], "per_s_batch": rate}
+                                    "ms_single": methods["smplik_6pt"]["ms_single"], "per_s_batch": rate,
+                                    "inside_limits": inside_limits(local)}
         methods["smplik_random_refined"] = refined(local, trans, rest, sets, pos, gt_rot, methods["smplik_random"])
     else:
         print(f"smplik skipped: {SMPLIK_WEIGHTS} not trained yet", file=sys.stderr)

@@ -11,11 +11,14 @@ pose moves only as far as the effectors ask, and a target out of reach gives a s
 pose, never NaN.
 
 Joint ranges (`JOINT_LIMITS`, degrees, as intrinsic Euler angles of the joint's local
-rotation, the order's first axis the hinge): the knees and elbows, the joints that otherwise
-bend the wrong way when stretched. The ranges are normal adult ranges of motion (knee flexion
-0-140, elbow flexion 0-150, forearm pronation and supination 80 each, after the AAOS tables)
-widened to hold every pose of the CMU training clips (knee flexion to 134 and hyperextension
-to 9; elbow flexion to 139, forearm twist to 54 and tilt to 30), with a few degrees to spare.
+rotation; the knee's first angle and the elbow's first are the hinge): the knees and elbows,
+the joints that otherwise bend the wrong way when a limb is stretched. Flexion and twist follow
+the passive adult ranges of motion in clinical tables (AAOS: knee flexion to 140-160 in a deep
+squat, up to 15 of hyperextension in lax knees; elbow flexion to 150-160 and up to 15 of
+hyperextension; forearm pronation and supination about 80-85 each), and the small off-hinge
+angles (knee tilt and axial turn, elbow carrying tilt) hold every pose of the CMU training
+clips (knee flexion there reaches 134 and hyperextension 9; elbow flexion 139, forearm twist
+54, carrying tilt 30) with room to spare.
 """
 from dataclasses import dataclass, field
 
@@ -64,10 +67,10 @@ def _mirrored(limit):
 
 _LEFT_LIMITS = (
     # knee: flexion about x (bending back), axial turn about y (the shin), tilt about z
-    JointLimit("left_knee", "XYZ", (-10.0, -30.0, -10.0), (150.0, 30.0, 10.0)),
+    JointLimit("left_knee", "XYZ", (-15.0, -30.0, -12.0), (160.0, 30.0, 12.0)),
     # elbow: flexion about y (negative on the left arm, forearm forward), tilt about z,
     # forearm twist about x (the forearm's axis)
-    JointLimit("left_elbow", "YZX", (-150.0, -10.0, -80.0), (10.0, 35.0, 80.0)),
+    JointLimit("left_elbow", "YZX", (-160.0, -10.0, -85.0), (15.0, 35.0, 85.0)),
 )
 JOINT_LIMITS = _LEFT_LIMITS + tuple(_mirrored(limit) for limit in _LEFT_LIMITS)
 

@@ -37,3 +37,6 @@ def test_benchmark_reports_every_method(tmp_path):
     assert methods["smplik_random_refined"]["effector_mm"] < 1 < methods["smplik_random"]["effector_mm"]
     assert set(methods["smplik_random"]["mpjpe_mm_by_effector_count"]) == {"3-4", "5-8", "9-12"}
     assert methods["baseline_6pt"]["frames"] == 2
+    # no refined pose bends a knee or an elbow beyond the documented ranges
+    assert methods["smplik_6pt_refined"]["inside_limits"] == 1.0
+    assert methods["smplik_random_refined"]["inside_limits"] == 1.0
