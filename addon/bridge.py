@@ -36,6 +36,21 @@ def up_extent(points):
     return float(heights.min()), float(heights.max())
 
 
+def floor_in_body(arm_world, height):
+    """A level floor at world height `height` (Blender Z, metres) seen from a body: (its height
+    along SMPL's up axis Y in the body's frame, i.e. armature space in the body's metres; the
+    angle in radians between the world's Z and the body's up axis). arm_world: (4, 4) the
+    armature's world matrix. The floor is a level plane in the body's frame only when that
+    angle is 0; the height is the plane's, on the body's up axis through its origin."""
+    arm_world = np.asarray(arm_world, dtype=np.float64)
+    linear, origin = arm_world[:3, :3], arm_world[:3, 3]
+    up = to_blender((0.0, 1.0, 0.0))                      # the body's up, in armature space
+    world_up = linear @ up                                # that axis in the world (scaled)
+    tilt = float(np.arccos(np.clip(world_up[2] / max(np.linalg.norm(world_up), 1e-12), -1.0, 1.0)))
+    along = (height - origin[2]) / world_up[2] if abs(world_up[2]) > 1e-12 else np.inf
+    return float(from_blender(up * along)[1]), tilt
+
+
 def object_matrix(axes, origin):
     """(4, 4) Blender matrix of an object whose axes (3, 3), columns, and origin (3,) are
     given in SMPL's frame (an object with the identity axes lies in SMPL's XY plane, facing

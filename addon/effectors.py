@@ -4,11 +4,14 @@ An effector is an ordinary Empty, parented to nothing, carrying `obj.smpl_ik_eff
 never owns the body: deleting it only removes its constraint, deleting the body leaves it
 orphaned (and ignored) until it is deleted or pointed at another body.
 """
+import math
+
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
 from mathutils import Matrix
 
+from ..models.core.errors import SmplIkError
 from ..models.core.kinematics import forward_kinematics
 from ..models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 from ..models.ik.effectors import Effector, EffectorKind
@@ -22,6 +25,9 @@ _KIND_HELP = {EffectorKind.POSITION: "Pin where the joint is",
 KINDS = tuple((k.name, k.name.replace("_", " ").title(), _KIND_HELP[k]) for k in EffectorKind)
 # A distinct look per kind: (empty display type, size in metres).
 LOOKS = {"POSITION": ("SPHERE", 0.04), "ROTATION": ("ARROWS", 0.12), "LOOK_AT": ("CONE", 0.05)}
+PRIORITIES = (("PIN", "Pin", "Held exactly; never moved to reach a soft effector"),
+              ("SOFT", "Soft", "Met as closely as the pins allow; the body's status says when it ends "
+                               "beyond its tolerance"))
 DEFAULT_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
 LOOK_DISTANCE = 0.5  # metres from the joint where a new look-at target is placed
 
@@ -48,6 +54,17 @@ class SmplIkEffectorProperties(bpy.types.PropertyGroup):
                           description="How much this effector matters next to the others")
     axis: EnumProperty(name="Axis", items=_AXIS_ITEMS, default="FORWARD",
                        description="Look-at: the joint's axis that points at the effector")
+    priority: EnumProperty(name="Priority", items=PRIORITIES, default="PIN",
+                           description="Pin: held exactly. Soft: as close as the pins allow (an "
+                                       "effector being dragged is soft while it moves)")
+    # No hard min: Blender would clamp a script's negative value silently; solving refuses it instead.
+    tolerance: FloatProperty(name="Tolerance (cm)", default=1.0, soft_min=0.0, soft_max=20.0, precision=2,
+                             description="When soft or dragged: how far (centimetres) the joint may end "
+                                         "from a position effector before the body's status reports it")
+    angle_tolerance: FloatProperty(name="Angle Tolerance", default=math.radians(1.0), subtype="ANGLE",
+                                   soft_min=0.0, soft_max=math.radians(45.0),
+                                   description="When soft or dragged: how far a rotation or look-at may "
+                                               "end from its target before the body's status reports it")
 
 
 def is_effector(obj):
@@ -75,9 +92,25 @@ def rest_joints(arm):
     return bridge.from_blender(bridge.bone_heads(arm))
 
 
-def core_effectors(arm, objs):
+def tolerance_of(obj):
+    """An effector object's tolerance in the core's units (metres for positions, radians for
+    rotations and look-ats). SmplIkError naming the effector for NaN or a negative value."""
+    props = obj.smpl_ik_effector
+    if props.kind == "POSITION":
+        value, unit, scale = props.tolerance, "cm", 0.01
+    else:
+        value, unit, scale = math.degrees(props.angle_tolerance), "degrees", math.radians(1.0)
+    if not (value >= 0):   # also NaN
+        raise SmplIkError(f"effector {obj.name!r}: its tolerance must be a number of 0 {unit} or more, "
+                          f"got {value:g} {unit}; the pose was left as it was")
+    return value * scale
+
+
+def core_effectors(arm, objs, dragged=(), all_hard=False):
     """models.ik.effectors.Effector list (SMPL frame, armature space) for effector objects.
-    The add-on's kind identifiers are EffectorKind's member names."""
+    The add-on's kind identifiers are EffectorKind's member names. Soft: the effectors set
+    to Soft and those named in `dragged` (being moved now), with their tolerance; all_hard
+    makes every one a pin. SmplIkError for a bad tolerance."""
     to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
     axes = bridge.bone_axes(arm)
     out = []
@@ -85,8 +118,10 @@ def core_effectors(arm, objs):
         props = obj.smpl_ik_effector
         j = JOINT_INDEX[props.joint]
         target = bridge.effector_target(props.kind, to_arm @ bridge.matrix_array(obj.matrix_world), axes[j])
+        soft = not all_hard and (props.priority == "SOFT" or obj.name in dragged)
         out.append(Effector(props.joint, EffectorKind[props.kind], tuple(map(tuple, target)) if target.ndim == 2
-                            else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight))
+                            else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight,
+                            soft=soft, tolerance=tolerance_of(obj)))
     return out
 
 

@@ -22,3 +22,27 @@ def mark_solved(arm, objs):
     of them moves)."""
     solved[arm.session_uid] = signature(objs)
 
+
+
+# A matrix Blender evaluates from the location, rotation and scale a pin wrote differs from the
+# one written in the 7th decimal: closer than this counts as not moved (far below a drag step).
+SAME_MATRIX = 1e-6
+
+
+def _same_matrix(a, b):
+    return max(abs(x - y) for x, y in zip(a, b)) <= SAME_MATRIX
+
+
+def unchanged(before, now):
+    """Whether two signatures hold the same effectors, settings and (to SAME_MATRIX) matrices."""
+    return before is not None and len(before) == len(now) and all(
+        a[:-1] == b[:-1] and _same_matrix(a[-1], b[-1]) for a, b in zip(before, now))
+
+
+def moved(before, now):
+    """Names of the effector objects whose world matrix differs between two signatures: the
+    ones being dragged. None moved when there was no signature before (nothing to compare)."""
+    if before is None:
+        return frozenset()
+    was = {entry[0]: entry[-1] for entry in before}
+    return frozenset(entry[0] for entry in now if entry[0] in was and not _same_matrix(was[entry[0]], entry[-1]))

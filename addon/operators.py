@@ -145,13 +145,15 @@ class SMPL_IK_OT_add_default_effectors(BodyOperator, bpy.types.Operator):
 
 
 class SMPL_IK_OT_solve(BodyOperator, bpy.types.Operator):
-    """Pose the body from its enabled effectors now"""
+    """Pose the body from its enabled effectors now (a warning names any it cannot meet)"""
 
     bl_idname = "smpl_ik.solve"
     bl_label = "Solve"
 
     def run(self, context, arm):
-        solving.solve_body(arm)
+        solution = solving.solve_body(arm)
+        if solution.misses:
+            self.report({"WARNING"}, f"{arm.name}: {solving.reach_message(solution.misses)}")
 
 
 class SMPL_IK_OT_mirror_pose(BodyOperator, bpy.types.Operator):
@@ -198,19 +200,28 @@ class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
     def _steps(self, context):
         return solving.bake_steps(context, target_body(context), self.frame_start, self.frame_end, self.smoothing)
 
+    def _done(self, baked):
+        """Report a finished bake (solving.Baked): a warning when an effector was not met."""
+        self.report({"WARNING"} if baked.missed else {"INFO"}, baked.describe())
+        return {"FINISHED"}
+
     def execute(self, context):
         wm = context.window_manager
         wm.progress_begin(0, 1000)
         try:
-            for fraction in self._steps(context):
-                wm.progress_update(int(fraction * 1000))
+            steps = self._steps(context)
+            while True:
+                try:
+                    wm.progress_update(int(next(steps) * 1000))
+                except StopIteration as done:
+                    baked = done.value
+                    break
         except SmplIkError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         finally:
             wm.progress_end()
-        self.report({"INFO"}, f"Baked frames {self.frame_start}-{self.frame_end}")
-        return {"FINISHED"}
+        return self._done(baked)
 
     def invoke(self, context, event):
         if context.window is None:
@@ -241,17 +252,14 @@ class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
             return {"PASS_THROUGH"}
         try:
             fraction = next(self._gen)
-        except StopIteration:
-            fraction = 1.0
+        except StopIteration as done:
+            self._finish(context)
+            return self._done(done.value)
         except SmplIkError as exc:
             self._finish(context)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         context.window_manager.progress_update(int(fraction * 1000))
-        if fraction >= 1.0:
-            self._finish(context)
-            self.report({"INFO"}, f"Baked frames {self.frame_start}-{self.frame_end}")
-            return {"FINISHED"}
         return {"RUNNING_MODAL"}
 
 

@@ -62,6 +62,10 @@ class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
             row = box.row()
             row.prop(props, "enabled")
             row.prop(props, "weight", slider=True)
+            row = box.row()
+            row.prop(props, "priority", expand=True)
+            # the tolerance counts for soft effectors and for any effector while it is dragged
+            row.prop(props, "tolerance" if props.kind == "POSITION" else "angle_tolerance")
         arm = body_of(obj) or (body_of(obj.smpl_ik_effector.body) if is_effector(obj) else None)
         if arm is None:
             layout.label(text="Select a body or an effector to pose it")
@@ -71,18 +75,30 @@ class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
         row.operator("smpl_ik.add_default_effectors", text="Defaults")
         effectors = effectors_of(arm, enabled_only=False)
         col = layout.column(align=True)
-        for eff in effectors:   # one row each: on/off, what it pins, weight
+        for eff in effectors:   # one row each: on/off, what it pins, pin or soft, weight
             props = eff.smpl_ik_effector
             row = col.row(align=True)
             row.prop(props, "enabled", text="")
             row.label(text=f"{props.joint} ({props.kind.lower().replace('_', '-')})",
                       icon="RADIOBUT_ON" if eff.select_get() else "RADIOBUT_OFF")
+            row.prop(props, "priority", text="")
             row.prop(props, "weight", text="", slider=True)
         if not effectors:
             col.label(text="No effectors yet")
+        body = arm.smpl_ik
+        if body.status:   # what the last solve did not meet, or why it refused
+            row = layout.row()
+            row.alert = True
+            row.label(text=body.status, icon="ERROR")
         row = layout.row()
-        row.prop(arm.smpl_ik, "live")
-        row.prop(arm.smpl_ik, "refine")
+        row.prop(body, "live")
+        row.prop(body, "refine")
+        row = layout.row()
+        row.prop(body, "plant_feet")
+        row.prop(body, "use_floor")
+        sub = row.row()
+        sub.active = body.use_floor
+        sub.prop(body, "floor_height", text="")
         row = layout.row(align=True)
         row.operator("smpl_ik.solve", icon="PLAY")
         row.operator("smpl_ik.mirror_pose", icon="MOD_MIRROR", text="Mirror")

@@ -1,6 +1,6 @@
 """Properties stored on objects: `obj.smpl_ik` marks an SMPL-IK body and holds its shape."""
 import bpy
-from bpy.props import BoolProperty, FloatVectorProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
 
 from ..models.body.model import NUM_BETAS
 from ..models.core.errors import SmplIkError
@@ -37,7 +37,8 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
                     "of the adult population per unit",
         update=_betas_changed)
     applied_betas: FloatVectorProperty(size=NUM_BETAS, default=[0.0] * NUM_BETAS, options={"HIDDEN"})
-    status: StringProperty(name="Status", description="The last problem with this body, if any")
+    status: StringProperty(name="Status", description="The last problem with this body, if any: a refused "
+                                                       "value, or an effector its last solve did not meet")
     rig: PointerProperty(name="Rig", type=bpy.types.Object,
                          description="The custom rig this body is the proxy of (it drives that rig)")
     live: BoolProperty(name="Live Solving", default=True,
@@ -45,6 +46,15 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
     refine: BoolProperty(name="Exact Effectors", default=True,
                          description="Refine the network's pose so every effector is met exactly "
                                      "(off: the raw network output, faster and looser)")
+    plant_feet: BoolProperty(name="Plant Feet", default=True,
+                             description="An ankle pinned by position keeps its foot turned as it is "
+                                         "now (unless a rotation effector pins it), so the toes stay put")
+    use_floor: BoolProperty(name="Floor", default=False,
+                            description="Keep the heels, balls and toes of the feet above a floor height")
+    # No hard min/max: Blender would clamp a script's bad value silently; solving refuses it with a message.
+    floor_height: FloatProperty(name="Floor Height", default=0.0, subtype="DISTANCE", unit="LENGTH",
+                                soft_min=-10.0, soft_max=10.0,
+                                description="The floor's height (world Z) that the feet stay above")
 
 
 classes = (SmplIkBodyProperties,)
