@@ -362,7 +362,9 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
                   else float(new_rh @ new_rh) < float(rh @ rh))
         if accept:
             gain = float(rs @ rs) - float(new_rs @ new_rs)
-            settled = use_soft and len(rs) and gain < 1e-9 * float(rs @ rs) and float(new_rh @ new_rh) <= float(rh @ rh)
+            # settled: the hard level is met and the soft one has stopped moving
+            settled = (use_soft and len(rs) and abs(gain) <= 1e-9 * float(rs @ rs) + 1e-14
+                       and (not len(new_rh) or np.abs(new_rh).max() < _STOP))
             local, trans, held, fk, rh, jh, rs, js = new, new_trans, new_held, new_fk, new_rh, new_jh, new_rs, new_js
             lam = max(lam * 0.3, 1e-7)
             if settled:

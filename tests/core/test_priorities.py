@@ -163,3 +163,16 @@ def test_rotation_and_look_at_misses_are_in_degrees(standing):
 def test_a_bad_tolerance_is_refused(tolerance):
     with pytest.raises(SmplIkError, match="effector on head: tolerance must be a number of 0 or more"):
         encode_effectors([Effector("head", P, (0, 1.6, 0), soft=True, tolerance=tolerance)])
+
+
+def test_a_far_soft_target_is_followed_while_the_hard_pin_is_mended(open_body):
+    """The network's start misses the hard pin (the far target drags its guess along): the steps
+    that mend the pin must not end the soft level's progress."""
+    rest = open_body.rest_joints(np.zeros(10))
+    pelvis, target = np.array([0.0, 0.95, 0.0]), np.array([2.0, 1.3, 0.3])
+    sol = SmplIk.load().solve([Effector("pelvis", P, tuple(pelvis)), Effector("left_wrist", P, tuple(target), soft=True)],
+                              rest)
+    assert np.linalg.norm(sol.positions[0] - pelvis) < 1e-4
+    (miss,) = sol.misses
+    # the arm and the trunk reach most of a metre from the pelvis toward the target
+    assert miss.joint == "left_wrist" and miss.error < np.linalg.norm(target - pelvis) - 0.8
