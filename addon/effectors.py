@@ -26,8 +26,8 @@ KINDS = tuple((k.name, k.name.replace("_", " ").title(), _KIND_HELP[k]) for k in
 # A distinct look per kind: (empty display type, size in metres).
 LOOKS = {"POSITION": ("SPHERE", 0.04), "ROTATION": ("ARROWS", 0.12), "LOOK_AT": ("CONE", 0.05)}
 PRIORITIES = (("PIN", "Pin", "Held exactly; never moved to reach a soft effector"),
-              ("SOFT", "Soft", "Met as closely as the pins allow; the body's status says when it ends "
-                               "beyond its tolerance"))
+              ("SOFT", "Soft", ("Met as closely as the pins allow; the body's status says when it ends "
+                                "beyond its tolerance")))
 DEFAULT_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
 LOOK_DISTANCE = 0.5  # metres from the joint where a new look-at target is placed
 

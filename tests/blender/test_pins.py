@@ -156,7 +156,7 @@ def test_a_soft_effector_gives_way_to_the_pins(posed):
     """A soft effector out of reach is met as closely as the pins allow; a pin out of reach
     pulls the other pins. The status names it either way."""
     arm, effs = posed
-    forward, up, _ = body_directions(arm)
+    forward, _, _ = body_directions(arm)
     arm.smpl_ik.live = False
     effs["right_wrist"].smpl_ik_effector.priority = "SOFT"
     effs["right_wrist"].location += Vector(forward * 1.2)
