@@ -5,6 +5,7 @@ handler) both write it; it imports nothing of the add-on, so imports go one way.
 solved = {}      # body session_uid -> signature of the effectors it was solved or pinned with
 suspended = []   # non-empty while a bake drives frames itself
 reprime = []     # non-empty after undo, redo or loading a file
+unmet = {}       # body session_uid -> names of soft effectors its last live solve left out of reach
 
 
 def signature(objs):

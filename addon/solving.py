@@ -95,7 +95,7 @@ def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None):
     if current_pose is None and options.plant_feet and refine:
         current_pose = bridge.read_pose(arm, bridge.bone_axes(arm))
     return load_smplik().solve(effectors, rest_joints(arm), refine=refine, options=options,
-                               current_pose=current_pose)
+                               current_pose=current_pose, warm_start=bool(dragged) and not PREVIOUS_SOLVER)
 
 
 def solve_body(arm, objs=None, signature=None, dragged=()):
@@ -125,6 +125,7 @@ def _on_depsgraph_update(scene, depsgraph):
     if live.reprime:  # the first evaluation after undo, redo or loading: poses as stored are the truth
         live.reprime.clear()
         live.solved.clear()
+        live.unmet.clear()
         for obj in bpy.data.objects:
             if is_body(obj):
                 live.mark_solved(obj, effectors_of(obj))
@@ -146,7 +147,12 @@ def _on_depsgraph_update(scene, depsgraph):
             continue
         live.solved[key] = signature  # a refused input is not retried on every redraw
         try:
-            solve_body(arm, objs, signature, dragged=live.moved(before, signature))
+            # an effector left out of reach stays soft (as when it was dragged) until it is met
+            # again, so moving another one never makes the pins give way for it
+            dragged = set(live.moved(before, signature)) | live.unmet.get(key, set())
+            solution = solve_body(arm, objs, signature, dragged=dragged)
+            missed = {(m.joint, m.kind.name) for m in solution.misses if m.soft}
+            live.unmet[key] = {o.name for o in objs if (o.smpl_ik_effector.joint, o.smpl_ik_effector.kind) in missed}
         except SmplIkError:
             pass                      # solve_body put the reason in the body's status
 
@@ -279,4 +285,5 @@ def unregister():
             while fn in handlers:
                 handlers.remove(fn)
     live.solved.clear()
+    live.unmet.clear()
     live.reprime.clear()

@@ -43,6 +43,10 @@ HARD_TOLERANCE = {EffectorKind.POSITION: 1e-3, EffectorKind.ROTATION: np.radians
                   EffectorKind.LOOK_AT: np.radians(0.5)}
 _STOP = 1e-5   # residuals this small are met (0.01 mm)
 _SLACK = 1e-4  # how far a step toward a soft target may disturb a met hard level (0.1 mm)
+_CREEP = 1e-4  # a soft level gaining less than this a step (0.1 mm), and under 1% of what it
+               # still misses, has gone as far as it goes
+_GIVE_UP = 1e5   # damping this many times its start with the hard level met: no step helps
+_MAX_TURN = 0.5   # the longest step: radians per joint, metres for the root (a trust region)
 
 
 @dataclass(frozen=True)
@@ -335,7 +339,7 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     state = (local, trans, held) + problem.evaluate(local, trans, held)
     state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
     # the soft level has gone as far as it can: make the hard one exact again if a step left it off
-    state = _descend(problem, limits, state, 10, options.damping, use_soft=False)
+    state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
     local, trans = state[0], state[1]
     errors = effector_errors(effectors, local, trans, rest)
     return Refined(local_rot=local, trans=trans, errors=errors, misses=_misses(effectors, soft_flags, errors))
@@ -352,6 +356,12 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
         if hard_met and (not use_soft or not len(rs) or np.abs(rs).max() < _STOP):
             break
         step = _prioritised_step(rh, jh, *((rs, js) if use_soft else none), lam)
+        longest = np.abs(step).max()
+        if not np.isfinite(longest):
+            lam *= 10.0
+            continue
+        if longest > _MAX_TURN:     # near a singular pose (a limb stretched straight) steps blow up
+            step *= _MAX_TURN / longest
         new, new_trans = apply_step(local, trans, fk, step)
         new_held = held
         if limits is not None:
@@ -361,9 +371,10 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
         accept = (_better(new_rh, new_rs, rh, rs) if use_soft
                   else float(new_rh @ new_rh) < float(rh @ rh))
         if accept:
-            gain = float(rs @ rs) - float(new_rs @ new_rs)
-            # settled: the hard level is met and the soft one has stopped moving
-            settled = (use_soft and len(rs) and abs(gain) <= 1e-9 * float(rs @ rs) + 1e-14
+            # settled: the hard level is met and the soft one gains less than _CREEP a step (out
+            # of reach, the last millimetres come a hair at a time; they are not worth the time)
+            gain = np.sqrt(float(rs @ rs)) - np.sqrt(float(new_rs @ new_rs))
+            settled = (use_soft and len(rs) and abs(gain) < min(_CREEP, 0.01 * np.sqrt(float(new_rs @ new_rs)))
                        and (not len(new_rh) or np.abs(new_rh).max() < _STOP))
             local, trans, held, fk, rh, jh, rs, js = new, new_trans, new_held, new_fk, new_rh, new_jh, new_rs, new_js
             lam = max(lam * 0.3, 1e-7)
@@ -371,8 +382,8 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
                 break     # the soft level no longer moves: as close as it gets
         else:
             lam *= 10.0
-            if lam > 1e8:
-                break
+            if lam > 1e8 or (lam > _GIVE_UP * damping and float(rh @ rh) <= len(rh) * _SLACK ** 2):
+                break     # even short steps do not help: as close as it gets from here
     return local, trans, held, fk, rh, jh, rs, js
 
 

@@ -13,11 +13,12 @@ to the weighted mean of the filled positional slots, so the network is translati
 `refine` (models/refine.py) then makes the effectors exact with a few damped least-squares
 steps on forward kinematics.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
 
+from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
 from ..core.rotations import rot6d_to_matrix
 from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
@@ -189,28 +190,51 @@ class SmplIk:
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
         return local, trans
 
-    def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None):
+    def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None, warm_start=False):
         """Pose for a list of Effectors on a body with rest joints (24, 3).
 
         refine: make the hard effectors exact and the soft ones as close as they can come
         (refine.refine_pose with `options`, a RefineOptions). current_pose: (local_rot, trans)
         of the pose on screen, if any: with options.plant_feet, ankles pinned by position keep
-        its foot orientation."""
-        from .refine import RefineOptions, planted_feet, refine_pose
+        its foot orientation. warm_start (with current_pose and refine): refine from the pose
+        on screen instead of the network's guess, as a drag does from one step to the next:
+        what nothing asks to move stays where it was, and a few steps suffice."""
+        from .refine import RefineOptions, effector_errors, planted_feet, refine_pose
 
         options = RefineOptions() if options is None else options
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
-        local, trans = self.predict(encode_effectors(effectors), rest)
-        local, trans = local[0], trans[0]
+        encoded = encode_effectors(effectors)
+        warm = warm_start and refine and current_pose is not None
+        if warm:
+            local, trans = (np.asarray(x, dtype=np.float64) for x in current_pose)
+            if local.shape != (NUM_JOINTS, 3, 3) or trans.shape != (3,):
+                raise SmplIkError(f"current_pose must be local rotations (24, 3, 3) and a translation (3,); "
+                                  f"got {local.shape} and {trans.shape}")
+        else:
+            local, trans = (x[0] for x in self.predict(encoded, rest))
         if not refine:
             return IkSolution(local_rot=local, trans=trans, rest=rest[0])
         extra = []
         if options.plant_feet and current_pose is not None:
             world = forward_kinematics(current_pose[0], rest[0], PARENTS, current_pose[1]).rotations
             extra = planted_feet(effectors, world)
-        refined = refine_pose(local, trans, rest[0], list(effectors) + extra, options)
+        effectors = list(effectors) + extra
+        refined = refine_pose(local, trans, rest[0], effectors, options)
+        soft = np.array([bool(e.soft) for e in effectors])
+        if warm and soft.any() and refined.errors[soft].sum() > FALLBACK_SOFT_ERROR:
+            # small steps cannot bend a limb that is straight on screen: the network's guess may
+            # get there. Refine it only when it nearly holds the pins and is nearer the soft
+            # targets; take it when it then meets them, or misses clearly less (a drag out of
+            # reach should not flicker between the two)
+            guess = [x[0] for x in self.predict(encoded, rest)]
+            errors = effector_errors(effectors, *guess, rest[0])
+            if (not (~soft).any() or errors[~soft].max() < FALLBACK_PIN_ERROR) and \
+                    errors[soft].sum() < refined.errors[soft].sum():
+                guessed = refine_pose(*guess, rest[0], effectors, replace(options, iterations=FALLBACK_ITERATIONS))
+                if not guessed.misses or _miss_total(guessed) < _miss_total(refined) - WARM_MARGIN:
+                    refined = guessed
         return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
-                          errors=refined.errors[:len(effectors)], misses=refined.misses)
+                          errors=refined.errors[:len(effectors) - len(extra)], misses=refined.misses)
 
     def solve_positions(self, joints, targets, rest_joints):
         """Many poses at once from the same joints pinned by position (no refinement), for
@@ -219,6 +243,18 @@ class SmplIk:
         encoded = encode_positions(joints, targets)
         rest = np.broadcast_to(np.asarray(rest_joints, dtype=np.float64), (len(encoded.joints), NUM_JOINTS, 3))
         return self.predict(encoded, rest)
+
+
+WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
+FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
+FALLBACK_PIN_ERROR = 0.05   # metres (radians): a guess breaking a pin by more is not near an answer
+FALLBACK_SOFT_ERROR = 1e-3  # a warm start this far from its soft targets (1 mm) asks the network
+
+
+def _miss_total(refined):
+    """A refined pose's misses as one number: hard ones first (a metre of hard miss outweighs
+    any soft one), then soft."""
+    return sum(m.error * (1.0 if m.soft else 1e3) for m in refined.misses)
 
 
 SIX_POINTS = ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
