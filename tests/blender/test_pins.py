@@ -349,3 +349,20 @@ def test_the_pose_panel_shows_priorities_body_options_and_the_status_in_red(pose
     update()
     assert ("label", arm.smpl_ik.status, True) in drawn_pose_panel()
     assert arm.smpl_ik.status.startswith("Out of reach: left_wrist is")
+
+
+def test_an_effector_left_out_of_reach_stays_soft_when_another_moves(posed):
+    """Drag the pelvis effector far up (out of reach), let go, then move a hand: the pins hold
+    and the pelvis stays the one that gives, instead of every pin giving way for it."""
+    arm, effs = posed
+    effs["pelvis"].location.z += 0.5
+    update()
+    assert "pelvis is" in arm.smpl_ik.status
+    effs["left_wrist"].location.z += 0.05
+    update()
+    for joint in ("head", "right_wrist", "left_ankle", "right_ankle"):
+        assert off_by(arm, effs[joint]) < 1e-3, (joint, off_by(arm, effs[joint]))
+    assert "pelvis is" in arm.smpl_ik.status
+    effs["pelvis"].location.z -= 0.5      # back within reach: met within its tolerance (1 cm), no longer reported
+    update()
+    assert off_by(arm, effs["pelvis"]) < 0.01 and arm.smpl_ik.status == ""
