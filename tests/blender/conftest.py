@@ -33,3 +33,19 @@ def ext():
 @pytest.fixture
 def bridge(ext):
     return importlib.import_module(blender_session.MODULE + ".addon.bridge")
+
+
+@pytest.fixture
+def posed():
+    """The open body (moved and turned, so axes matter) with the six default effectors:
+    (armature, {joint: effector})."""
+    from scene import effectors, update
+
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    arm.location = (1.0, 2.0, 0.5)
+    arm.rotation_euler = (0.0, 0.0, 0.6)
+    update()
+    assert bpy.ops.smpl_ik.add_default_effectors() == {"FINISHED"}
+    update()
+    return arm, effectors(arm)

@@ -12,9 +12,10 @@ from mathutils import Vector
 
 from models.body.model import load_body_model
 from models.core.kinematics import forward_kinematics
-from models.core.skeleton import JOINT_NAMES, PARENTS
+from models.core.skeleton import PARENTS
 
 import blender_session
+from scene import joint_world, quats, update
 
 FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 DISTANCE = re.compile(r"left_wrist is (\d+\.\d) cm from its target")
@@ -24,26 +25,9 @@ def ext(module):
     return importlib.import_module(f"{blender_session.MODULE}.addon.{module}")
 
 
-def update():
-    bpy.context.view_layer.update()
-
-
-def effectors(arm):
-    return {o.smpl_ik_effector.joint: o for o in bpy.data.objects
-            if o.type == "EMPTY" and o.smpl_ik_effector.body == arm}
-
-
-def joint_world(arm, joint):
-    return np.array(arm.matrix_world @ arm.pose.bones[joint].head)
-
-
 def off_by(arm, obj):
     """Metres between an effector and its joint."""
     return float(np.linalg.norm(joint_world(arm, obj.smpl_ik_effector.joint) - np.array(obj.matrix_world.translation)))
-
-
-def quats(arm):
-    return np.array([arm.pose.bones[n].rotation_quaternion[:] for n in JOINT_NAMES])
 
 
 def body_directions(arm):
@@ -68,19 +52,6 @@ def stated_distance(status):
     """The left wrist's distance (metres) as the status states it, or None."""
     found = DISTANCE.search(status)
     return float(found.group(1)) / 100 if found else None
-
-
-@pytest.fixture
-def posed():
-    """The open body (moved and turned, so axes matter) with the six default effectors."""
-    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
-    arm = bpy.context.active_object
-    arm.location = (1.0, 2.0, 0.5)
-    arm.rotation_euler = (0.0, 0.0, 0.6)
-    update()
-    assert bpy.ops.smpl_ik.add_default_effectors() == {"FINISHED"}
-    update()
-    return arm, effectors(arm)
 
 
 def test_effectors_are_pins_by_default_with_a_tolerance_in_cm(posed):

@@ -11,28 +11,12 @@ from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.ik.smplik import load_smplik
 
 import blender_session
+from scene import effectors, joint_world, quats, update
 
 
 def add_body():
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     return bpy.context.active_object
-
-
-def update():
-    bpy.context.view_layer.update()
-
-
-def effectors(arm):
-    return {o.smpl_ik_effector.joint: o for o in bpy.data.objects
-            if o.type == "EMPTY" and o.smpl_ik_effector.body == arm}
-
-
-def joint_world(arm, joint):
-    return np.array(arm.matrix_world @ arm.pose.bones[joint].head)
-
-
-def quats(arm):
-    return np.array([arm.pose.bones[n].rotation_quaternion[:] for n in JOINT_NAMES])
 
 
 def ext_effectors():
@@ -45,18 +29,6 @@ def ext_bridge():
 
 def make_active(obj):
     bpy.context.view_layer.objects.active = obj
-
-
-@pytest.fixture
-def posed():
-    """A body (moved and turned, so axes matter) with the six default effectors."""
-    arm = add_body()
-    arm.location = (1.0, 2.0, 0.5)
-    arm.rotation_euler = (0.0, 0.0, 0.6)
-    update()
-    assert bpy.ops.smpl_ik.add_default_effectors() == {"FINISHED"}
-    update()
-    return arm, effectors(arm)
 
 
 def test_add_effector_makes_an_unparented_empty_on_the_joint(posed):

@@ -1,0 +1,26 @@
+"""Small helpers the Blender tests share: evaluate the scene, find a body's effectors, read joints."""
+import bpy
+import numpy as np
+
+from models.core.skeleton import JOINT_NAMES
+
+
+def update():
+    """Evaluate the depsgraph (the live-solving handler runs)."""
+    bpy.context.view_layer.update()
+
+
+def effectors(arm):
+    """{joint name: effector object} of a body."""
+    return {o.smpl_ik_effector.joint: o for o in bpy.data.objects
+            if o.type == "EMPTY" and o.smpl_ik_effector.body == arm}
+
+
+def joint_world(arm, joint):
+    """(3,) world position of a joint in the pose on screen."""
+    return np.array(arm.matrix_world @ arm.pose.bones[joint].head)
+
+
+def quats(arm):
+    """(24, 4) the pose bones' quaternions."""
+    return np.array([arm.pose.bones[n].rotation_quaternion[:] for n in JOINT_NAMES])
