@@ -79,6 +79,15 @@ _LEFT_LIMITS = (
 JOINT_LIMITS = _LEFT_LIMITS + tuple(_mirrored(limit) for limit in _LEFT_LIMITS)
 
 
+def _nearest_in_range(angles, low, high):
+    """Each angle (radians) inside [low, high], moved to the nearer bound around the circle
+    (a knee folded to -178 degrees is 182 of flexion: it goes to the 160 bound, not to -15)."""
+    wrap = lambda a: (a + np.pi) % (2 * np.pi) - np.pi   # noqa: E731
+    outside = (angles < low) | (angles > high)
+    nearer_low = np.abs(wrap(angles - low)) < np.abs(wrap(angles - high))
+    return np.where(outside, np.where(nearer_low, low, high), angles)
+
+
 class _Limits:
     """JOINT_LIMITS as arrays, radians."""
 
@@ -95,7 +104,7 @@ class _Limits:
         held = []
         for n, (lim, j) in enumerate(zip(self.limits, self.joints)):
             angles = matrix_to_euler(local[j], lim.order)
-            inside = np.clip(angles, self.low[n], self.high[n])
+            inside = _nearest_in_range(angles, self.low[n], self.high[n])
             at = np.flatnonzero(np.abs(inside - angles) > 0) if np.any(inside != angles) else []
             if len(at):
                 local[j] = euler_to_matrix(inside, lim.order)
@@ -320,7 +329,8 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     hard effectors hold and the soft ones come as close as they can. Returns Refined.
 
     Each iteration takes the prioritised step and keeps the knees and elbows inside their
-    ranges (a component pushed to its bound is held there as a hard row from then on); it
+    ranges (a component a step pushed past its bound is put on the bound and held there as a
+    hard row for the next step; released when a step turns it back inside); it
     stops once every residual is below 1e-5 (0.01 mm), or when the soft level stops
     improving with the hard level met.
     """
@@ -355,6 +365,8 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
         hard_met = not len(rh) or np.abs(rh).max() < _STOP
         if hard_met and (not use_soft or not len(rs) or np.abs(rs).max() < _STOP):
             break
+        if held:   # release the held range components that this step would turn back inside
+            held, rh, jh = _release(problem, held, rh, jh, (rs, js) if use_soft else none, lam)
         step = _prioritised_step(rh, jh, *((rs, js) if use_soft else none), lam)
         longest = np.abs(step).max()
         if not np.isfinite(longest):
@@ -385,6 +397,24 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
             if lam > 1e8 or (lam > _GIVE_UP * damping and float(rh @ rh) <= len(rh) * _SLACK ** 2):
                 break     # even short steps do not help: as close as it gets from here
     return local, trans, held, fk, rh, jh, rs, js
+
+
+def _release(problem, held, rh, jh, soft, lam):
+    """Held range components (an active set) minus those the step taken without them would
+    move away from their bound, with their rows dropped from the hard level's (rh, jh)."""
+    first = 3 * len(problem.hard)
+    rows = np.arange(first, first + len(held))
+    free = np.setdiff1d(np.arange(len(rh)), rows)
+    rates = jh[rows] @ _prioritised_step(rh[free], jh[free], *soft, lam)
+    keep = []
+    for (n, c, angles), rate in zip(held, rates):
+        at_low = angles[c] <= problem.limits.low[n][c] + 1e-9
+        keep.append(not ((at_low and rate > 0) or (not at_low and rate < 0)))
+    if all(keep):
+        return held, rh, jh
+    mask = np.ones(len(rh), bool)
+    mask[rows[~np.array(keep)]] = False
+    return [h for h, k in zip(held, keep) if k], rh[mask], jh[mask]
 
 
 def _merge_held(held, pushed):

@@ -176,3 +176,17 @@ def test_a_far_soft_target_is_followed_while_the_hard_pin_is_mended(open_body):
     (miss,) = sol.misses
     # the arm and the trunk reach most of a metre from the pelvis toward the target
     assert miss.joint == "left_wrist" and miss.error < np.linalg.norm(target - pelvis) - 0.8
+
+
+def test_a_joint_folded_past_its_range_goes_to_the_nearer_bound_around_the_circle():
+    """A network may fold a knee to -178 degrees, which is 182 of flexion: into range it goes
+    to the 160 bound (a deep bend), not to -15 (a straight, hyperextended leg)."""
+    from models.ik.refine import clamp_to_limits
+
+    local = np.tile(np.eye(3), (24, 1, 1))
+    local[JOINT_INDEX["left_knee"]] = Rotation.from_euler("x", -178, degrees=True).as_matrix()
+    local[JOINT_INDEX["right_knee"]] = Rotation.from_euler("x", -20, degrees=True).as_matrix()
+    out = clamp_to_limits(local)
+    left = Rotation.from_matrix(out[JOINT_INDEX["left_knee"]]).as_euler("XYZ", degrees=True)
+    right = Rotation.from_matrix(out[JOINT_INDEX["right_knee"]]).as_euler("XYZ", degrees=True)
+    assert np.allclose(left, [160, 0, 0], atol=1e-6) and np.allclose(right, [-15, 0, 0], atol=1e-6)
