@@ -248,7 +248,7 @@ class SmplIk:
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
 FALLBACK_PIN_ERROR = 0.05   # metres (radians): a guess breaking a pin by more is not near an answer
-FALLBACK_SOFT_ERROR = 1e-3  # a warm start this far from its soft targets (1 mm) asks the network
+FALLBACK_SOFT_ERROR = 0.01  # a warm start this far from its soft targets (1 cm) asks the network
 
 
 def _miss_total(refined):
