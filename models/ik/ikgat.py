@@ -59,7 +59,6 @@ def twist_matrix(axis, cos_sin):
 
 _SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
 _LEAVES, _LEAF_PARENTS = list(LEAVES), [PARENTS[j] for j in LEAVES]
-_PARENTS0 = list(PARENT_OR_SELF)
 
 
 def _multi_rotations(positions, rest):
@@ -94,7 +93,7 @@ def features(positions, rest, multi):
     """(B, 24, 12) network input: positions and parent offsets in the pelvis's frame, and
     rest offsets (to the parent and to the pelvis)."""
     canon = (positions - positions[:, :1]) @ multi[:, 0]
-    return np.concatenate([canon, canon - canon[:, _PARENTS0], rest - rest[:, _PARENTS0],
+    return np.concatenate([canon, canon - canon[:, list(PARENT_OR_SELF)], rest - rest[:, list(PARENT_OR_SELF)],
                            rest - rest[:, :1]], axis=-1)
 
 

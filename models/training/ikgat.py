@@ -2,10 +2,10 @@
 import torch
 from torch import nn
 
-from ..ik.ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _PARENTS0, _SINGLE,
+from ..ik.ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _SINGLE,
                     NUM_FEATURES, hop_distance)
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
-from ..core.skeleton import CHILDREN, MIRROR, MULTI, NUM_JOINTS
+from ..core.skeleton import CHILDREN, MIRROR, MULTI, NUM_JOINTS, PARENT_OR_SELF
 
 
 def twist_matrix(axis, cos_sin):
@@ -35,14 +35,14 @@ def assemble(positions, rest, twist, leaf):
     for j, p in zip(_LEAVES, _LEAF_PARENTS):
         world[j] = world[p] @ leaf[..., j, :, :]
     world = torch.stack(world, dim=-3)
-    local = world[..., _PARENTS0, :, :].transpose(-1, -2) @ world
+    local = world[..., list(PARENT_OR_SELF), :, :].transpose(-1, -2) @ world
     return torch.cat([world[..., :1, :, :], local[..., 1:, :, :]], dim=-3)
 
 
 def features(positions, rest):
     r0 = root_rotation(positions, rest)
     canon = torch.einsum("...ab,...ja->...jb", r0, positions - positions[..., :1, :])
-    return torch.cat([canon, canon - canon[..., _PARENTS0, :], rest - rest[..., _PARENTS0, :],
+    return torch.cat([canon, canon - canon[..., list(PARENT_OR_SELF), :], rest - rest[..., list(PARENT_OR_SELF), :],
                       rest - rest[..., :1, :]], dim=-1)
 
 
