@@ -16,6 +16,26 @@ fitted body; --max-frames samples N frames evenly across the clips (fixed seed).
   smplik_random  SMPL-IK on 3-12 random effectors per pose (positions, rotations, look-ats;
                  at least one position), fixed seed; also MPJPE by number of effectors;
                  smplik_random_refined: then made exact
+Generative SMPL-IK (with models/ik/weights/smplik_flow.npz; on --protocol-frames frames), every
+pose refined as the add-on solves:
+  smplik_protocol_*  SMPL-IK's paper protocol: 3-16 effectors per pose, the first three
+                 positions, the others position, rotation or look-at equally likely;
+                 mpjpe_aligned_mm (pelvis-aligned), pa_mpjpe_mm (after the best similarity
+                 transform) and by_count (3-4 / 5-8 / 9-12 / 13-16, aligned), for
+                 deterministic (the network's answer), natural (the flow's latent origin),
+                 best_of_8 (the nearest of 8 samples) and mean_of_8 (a sample's mean error);
+                 deterministic and natural also give mpjpe_aligned_mm_network, unrefined
+  smplik_6pt_natural  the natural pose on the six points, unrefined (as smplik_6pt)
+  smplik_alternatives  8 samples per protocol pose: apd_mm, their mean pairwise distance
+                 on the joints without an effector (by count, and on 200 six-point frames),
+                 effector_mm_max / effector_deg_max (worst sample after refinement), ms_natural,
+                 ms_8 (8 samples, refined), cost_natural / cost_deterministic (median cost J,
+                 models/ik/cost.py) and inside_limits (every natural pose and sample)
+  smplik_path    the path drag in numpy: from the natural pose on the six points the left
+                 wrist (soft) moves 1 cm a step forward and up, 30 steps, from 12 poses; the
+                 mean per-step jump of the joints without an effector and the largest foot
+                 lift, re-solved by the deterministic network, warm-started from the pose
+                 before, and with the latent kept (jump_mm_*, foot_lift_mm_*)
 SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
 inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
@@ -56,6 +76,7 @@ from models.ik.effectors import Effector, EffectorKind, encode_effector_sets, jo
 from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk  # noqa: E402
 from models.ik.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
 from models.ik.nn import WEIGHTS_DIR  # noqa: E402
+from models.ik.flow import DEFAULT_FLOW_WEIGHTS as FLOW_WEIGHTS  # noqa: E402
 
 SIX_POINTS = SIX_POINT_JOINTS
 
@@ -203,6 +224,188 @@ def baseline_6pt(pos, rest, prior=0.05):
         out_trans[n] = sol.x[72:]
     return out, out_trans
 
+PROTOCOL_GROUPS = ((3, 4), (5, 8), (9, 12), (13, 16))
+
+
+def protocol_effectors(pos, world, rng):
+    """SMPL-IK's random protocol: 3-16 effectors per pose on distinct joints, the first three
+    positions (so the body's place is known), the others of the three kinds equally likely."""
+    sets = []
+    for n in range(len(pos)):
+        effs = []
+        for i, j in enumerate(rng.permutation(24)[:rng.integers(3, 17)]):
+            kind = 0 if i < 3 else rng.integers(3)
+            if kind == 0:
+                effs.append(Effector(int(j), EffectorKind.POSITION, tuple(pos[n, j])))
+            elif kind == 1:
+                effs.append(Effector(int(j), EffectorKind.ROTATION, world[n, j]))
+            else:
+                axis = rng.normal(size=3)
+                axis /= np.linalg.norm(axis)
+                effs.append(Effector(int(j), EffectorKind.LOOK_AT, tuple(pos[n, j] + world[n, j] @ axis * rng.uniform(0.3, 2)),
+                                     tuple(axis)))
+        sets.append(effs)
+    return sets
+
+
+def aligned_error(p, g):
+    """Pelvis-aligned mean joint error (metres) of positions (..., 24, 3) against g (24, 3)."""
+    return np.linalg.norm((p - p[..., :1, :]) - (g - g[:1]), axis=-1).mean(-1)
+
+
+def procrustes_error(p, g):
+    """Mean joint error (metres) after the best similarity transform of p (24, 3) onto g."""
+    a, b = p - p.mean(0), g - g.mean(0)
+    u, sv, vt = np.linalg.svd(b.T @ a)
+    d = np.sign(np.linalg.det(u @ vt))
+    sv[-1] *= d
+    u[:, -1] *= d
+    r = u @ vt
+    scale = sv.sum() / (a * a).sum()
+    return np.linalg.norm(scale * a @ r.T - b, axis=-1).mean()
+
+
+def apd(positions, joints):
+    """Mean pairwise distance (metres) of K poses (K, 24, 3) over `joints`."""
+    k = len(positions)
+    d = [np.linalg.norm(positions[i, joints] - positions[j, joints], axis=-1).mean() for i in range(k) for j in range(i)]
+    return float(np.mean(d))
+
+
+def generative(net, gt_rot, rest, pos, world, frames, samples=8, six_frames=200, path_starts=12, path_steps=30):
+    """The protocol, alternatives and path figures of the deterministic network and the flow
+    (all refined, as the add-on solves). Returns {method: figures}."""
+    from models.body.model import load_body_model
+    from models.ik.cost import Segments, pose_cost
+    from models.ik.refine import effector_errors
+
+    rng = np.random.default_rng(7)
+    idx = np.sort(rng.choice(len(pos), min(frames, len(pos)), replace=False))
+    sets = protocol_effectors(pos[idx], world[idx], np.random.default_rng(0))
+    body = load_body_model()
+    reference = Segments.from_body(body)
+    zero_rest = body.rest_joints(np.zeros(10))
+    prior = (net.flow.prior_mean, net.flow.prior_std)
+    names = ("deterministic", "natural", "best_of_8", "mean_of_8")
+    aligned = {m: [] for m in names}
+    pa = {m: [] for m in names}
+    network_aligned = {"deterministic": [], "natural": []}
+    spread, costs, inside, worst_mm, worst_deg, counts = [], {"deterministic": [], "natural": []}, [], 0.0, 0.0, []
+    ms = {"deterministic": [], "natural": [], "8": []}
+    for n, (i, effs) in enumerate(zip(idx, sets)):
+        r, g = rest[i], pos[i]
+        seg = reference.scaled_to(r, zero_rest)
+        timed = {}
+        for mode in ("deterministic", "natural"):
+            t = time.perf_counter()
+            timed[mode] = net.solve(effs, r, mode=mode)
+            ms[mode].append(time.perf_counter() - t)
+            raw = net.solve(effs, r, mode=mode, refine=False)
+            network_aligned[mode].append(aligned_error(raw.positions, g))
+            costs[mode].append(pose_cost(timed[mode].local_rot, timed[mode].trans, r, seg, *prior)["cost"])
+        t = time.perf_counter()
+        alts = net.sample(effs, r, count=samples, seed=n)
+        ms["8"].append(time.perf_counter() - t)
+        alt_pos = np.stack([a.positions for a in alts])
+        errs = aligned_error(alt_pos, g)
+        for mode in ("deterministic", "natural"):
+            aligned[mode].append(aligned_error(timed[mode].positions, g))
+            pa[mode].append(procrustes_error(timed[mode].positions, g))
+        best = int(np.argmin(errs))
+        aligned["best_of_8"].append(errs[best])
+        aligned["mean_of_8"].append(errs.mean())
+        alt_pa = [procrustes_error(p, g) for p in alt_pos]
+        pa["best_of_8"].append(min(alt_pa))
+        pa["mean_of_8"].append(np.mean(alt_pa))
+        pinned = {int(e.joint) for e in effs}
+        spread.append(apd(alt_pos, [j for j in range(24) if j not in pinned]))
+        counts.append(len(effs))
+        kinds = np.array([e.kind for e in effs])
+        for a in alts + [timed["natural"]]:
+            e = effector_errors(effs, a.local_rot, a.trans, r)
+            worst_mm = max(worst_mm, e[kinds == EffectorKind.POSITION].max() * 1e3)
+            if (kinds != EffectorKind.POSITION).any():
+                worst_deg = max(worst_deg, np.degrees(e[kinds != EffectorKind.POSITION].max()))
+            inside.append(a.local_rot)
+    counts = np.array(counts)
+    methods = {}
+    for m in names:
+        a = np.array(aligned[m]) * 1e3
+        methods[f"smplik_protocol_{m}"] = {
+            "mpjpe_aligned_mm": float(a.mean()), "pa_mpjpe_mm": float(np.mean(pa[m]) * 1e3),
+            "by_count": {f"{lo}-{hi}": round(float(a[(counts >= lo) & (counts <= hi)].mean()), 1)
+                         for lo, hi in PROTOCOL_GROUPS if ((counts >= lo) & (counts <= hi)).any()},
+            "frames": len(idx)}
+    for m in ("deterministic", "natural"):
+        methods[f"smplik_protocol_{m}"]["mpjpe_aligned_mm_network"] = float(np.mean(network_aligned[m]) * 1e3)
+        methods[f"smplik_protocol_{m}"]["ms_single"] = statistics.median(ms[m]) * 1e3
+    spread = np.array(spread) * 1e3
+    apd_mm = {f"{lo}-{hi}": round(float(spread[(counts >= lo) & (counts <= hi)].mean()), 1)
+              for lo, hi in PROTOCOL_GROUPS if ((counts >= lo) & (counts <= hi)).any()}
+    # six points: the network's figures on every frame, the samples' spread on some
+    six_effs = [six_point_effectors(p) for p in pos]
+    from models.ik.effectors import encode_effector_sets
+
+    nat_local, nat_trans = (x[:, 0] for x in net.decode(encode_effector_sets(six_effs), rest, np.zeros((len(pos), 1, 72))))
+    single = median_seconds(lambda i: net.solve(six_effs[i % len(pos)], rest[i % len(pos)], mode="natural", refine=False), 100)
+    methods["smplik_6pt_natural"] = {**score(nat_local, rest, pos, gt_rot, nat_trans, [list(SIX_POINTS)] * len(pos)),
+                                     "ms_single": single * 1000, "inside_limits": inside_limits(nat_local)}
+    six_idx = np.sort(rng.choice(len(pos), min(six_frames, len(pos)), replace=False))
+    free = [j for j in range(24) if j not in SIX_POINTS]
+    apd_mm["six_points"] = round(float(np.mean([apd(np.stack([a.positions for a in net.sample(
+        six_effs[i], rest[i], count=samples, seed=int(i))]), free) for i in six_idx]) * 1e3), 1)
+    methods["smplik_alternatives"] = {
+        "apd_mm": apd_mm, "effector_mm_max": worst_mm, "effector_deg_max": worst_deg,
+        "ms_natural": statistics.median(ms["natural"]) * 1e3, "ms_8": statistics.median(ms["8"]) * 1e3,
+        "ms_deterministic": statistics.median(ms["deterministic"]) * 1e3,
+        "cost_natural": float(np.median(costs["natural"])), "cost_deterministic": float(np.median(costs["deterministic"])),
+        "inside_limits": inside_limits(np.stack(inside)), "samples": samples, "frames": len(idx)}
+    methods["smplik_path"] = path_figures(net, rest, pos, rng, path_starts, path_steps)
+    return methods
+
+
+def path_figures(net, rest, pos, rng, starts, steps):
+    """The path drag in numpy: from the natural pose on six points, the left-wrist effector
+    (soft) moves 1 cm a step forward and up, the other five held; per step, how far the
+    joints without an effector move, solved afresh by the deterministic network, warm-started
+    from the pose before (the add-on's drag without the flow) and with the latent kept."""
+    from models.ik.effectors import Effector as E
+
+    wrist = SIX_POINTS.index(JOINT_INDEX["left_wrist"])
+    free = [j for j in range(24) if j not in SIX_POINTS]
+    feet = [JOINT_INDEX[j] for j in ("left_ankle", "right_ankle", "left_foot", "right_foot")]
+    jumps = {"deterministic": [], "warm": [], "keep": []}
+    lift = {"deterministic": 0.0, "warm": 0.0, "keep": 0.0}
+    ms_keep = []
+    for i in np.sort(rng.choice(len(pos), min(starts, len(pos)), replace=False)):
+        effs = six_point_effectors(pos[i])
+        start = net.solve(effs, rest[i], mode="natural")
+        world = forward_kinematics(start.local_rot, rest[i], PARENTS, start.trans).rotations
+        forward = world[0] @ [0.0, 0.0, 1.0]
+        forward[1] = 0.0
+        direction = (forward / np.linalg.norm(forward) + [0.0, 1.0, 0.0]) / np.sqrt(2.0)
+        for mode in jumps:
+            prev, y0 = start, start.positions[feet, 1]
+            for step in range(1, steps + 1):
+                moved = list(effs)
+                moved[wrist] = E("left_wrist", EffectorKind.POSITION, tuple(pos[i, 20] + 0.01 * step * direction), soft=True)
+                current = (prev.local_rot, prev.trans)
+                t = time.perf_counter()
+                if mode == "deterministic":
+                    now = net.solve(moved, rest[i], mode="deterministic", current_pose=current)
+                elif mode == "warm":
+                    now = net.solve(moved, rest[i], mode="deterministic", current_pose=current, warm_start=True)
+                else:
+                    now = net.solve(moved, rest[i], mode="natural", current_pose=current, keep=prev)
+                    ms_keep.append(time.perf_counter() - t)
+                jumps[mode].append(np.linalg.norm(now.positions[free] - prev.positions[free], axis=-1).mean())
+                lift[mode] = max(lift[mode], np.abs(now.positions[feet, 1] - y0).max())
+                prev = now
+    return {**{f"jump_mm_{m}": float(np.mean(v) * 1e3) for m, v in jumps.items()},
+            **{f"foot_lift_mm_{m}": lift[m] * 1e3 for m in lift},
+            "ms_keep_median": statistics.median(ms_keep) * 1e3, "ms_keep_p90": float(np.percentile(ms_keep, 90) * 1e3),
+            "starts": int(min(starts, len(pos))), "steps": steps}
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
@@ -211,6 +414,8 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, required=True, help="JSON output")
     ap.add_argument("--max-frames", type=int, default=2000, help="frames sampled across the clips (default 2000)")
     ap.add_argument("--held-out-only", action="store_true", help="only the clips the networks were not trained on")
+    ap.add_argument("--protocol-frames", type=int, default=1000,
+                    help="frames for the generative figures (protocol, alternatives; 0: none) (default 1000)")
     ap.add_argument("--baseline-frames", type=int, default=100,
                     help="frames for the (slow) optimisation baseline (default 100)")
     args = ap.parse_args(argv)
@@ -251,6 +456,10 @@ def main(argv=None):
                                     "ms_single": methods["smplik_6pt"]["ms_single"], "per_s_batch": rate,
                                     "inside_limits": inside_limits(local)}
         methods["smplik_random_refined"] = refined(local, trans, rest, sets, pos, gt_rot, methods["smplik_random"])
+        if net.flow is not None and args.protocol_frames:
+            methods.update(generative(net, gt_rot, rest, pos, world, args.protocol_frames))
+        elif net.flow is None:
+            print(f"generative figures skipped: {FLOW_WEIGHTS} not trained yet", file=sys.stderr)
     else:
         print(f"smplik skipped: {SMPLIK_WEIGHTS} not trained yet", file=sys.stderr)
     k = min(args.baseline_frames, n)
@@ -270,6 +479,12 @@ def main(argv=None):
     if "smplik_random" in report["methods"]:
         counts = report["methods"]["smplik_random"]["mpjpe_mm_by_effector_count"]
         print("smplik_random MPJPE by number of effectors: " + ", ".join(f"{k}: {v} mm" for k, v in counts.items()))
+    for name, r in report["methods"].items():
+        if name.startswith("smplik_protocol_"):
+            print(f"{name}: {r['mpjpe_aligned_mm']:.1f} mm pelvis-aligned, PA {r['pa_mpjpe_mm']:.1f} mm; by count {r['by_count']}")
+    if "smplik_alternatives" in report["methods"]:
+        print("smplik_alternatives:", json.dumps(report["methods"]["smplik_alternatives"]))
+        print("smplik_path:", json.dumps(report["methods"]["smplik_path"]))
     write_json(args.json, report)
     print(f"wrote {args.json}")
 

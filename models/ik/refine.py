@@ -112,6 +112,16 @@ class _Limits:
                 held.append((n, int(c), inside))
         return local, held
 
+    def clamp_many(self, local):
+        """clamp for a batch (K, 24, 3, 3), in place, without the held components."""
+        for n, (lim, j) in enumerate(zip(self.limits, self.joints)):
+            angles = matrix_to_euler(local[:, j], lim.order)
+            inside = _nearest_in_range(angles, self.low[n], self.high[n])
+            moved = np.any(inside != angles, axis=-1)
+            if moved.any():
+                local[moved, j] = euler_to_matrix(inside[moved], lim.order)
+        return local
+
     def rows(self, held, fk):
         """Jacobian rows (H, 75) that keep each held Euler component where it is: an Euler
         angle's rate is row c of E^-1 applied to the parent-frame turn, E's columns the axes
@@ -208,32 +218,35 @@ class _Targets:
 
 
 def _residuals(t, world, pos, want_jacobian):
-    """Weighted residuals (3E,) and their Jacobian (3E, 75) over [turns (24x3), root move]."""
+    """Weighted residuals (..., 3E) and their Jacobian (..., 3E, 75) over [turns (24x3),
+    root move], for poses world (..., 24, 3, 3), pos (..., 24, 3) (a batch of poses shares
+    the effectors)."""
+    batch = pos.shape[:-2]
     if not len(t):
-        return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
-    p = pos[t.joint]                                                        # (E, 3)
+        return np.zeros(batch + (0,)), np.zeros(batch + (0, 3 * NUM_JOINTS + 3))
+    p = pos[..., t.joint, :]                                                # (..., E, 3)
+    w = world[..., t.joint, :, :]                                           # (..., E, 3, 3)
     r = p - t.point                                                         # position
-    rot_err = (matrix_to_axis_angle(world[t.joint] @ np.swapaxes(t.rotation, -1, -2)) if t.any_rotation
-               else 0.0)
-    u = np.einsum("eij,ej->ei", world[t.joint], t.axis)
+    rot_err = (matrix_to_axis_angle(w @ np.swapaxes(t.rotation, -1, -2)) if t.any_rotation else 0.0)
+    u = np.einsum("...eij,ej->...ei", w, t.axis)
     to = t.point - p
     dist = np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-6)
     v = to / dist
     kind = t.kind[:, None]
     r = np.where(kind == POSITION, r, np.where(kind == ROTATION, rot_err, u - v)) * t.weight[:, None]
     if not want_jacobian:
-        return r.ravel(), None
+        return r.reshape(batch + (-1,)), None
     n = len(t.joint)
-    lever = skew(p[:, None] - pos[None])                                   # (E, 24, 3, 3)
-    proj = (np.eye(3) - v[:, :, None] * v[:, None, :]) / dist[..., None]    # (E, 3, 3)
+    lever = skew(p[..., :, None, :] - pos[..., None, :, :])                # (..., E, 24, 3, 3)
+    proj = (np.eye(3) - v[..., :, None] * v[..., None, :]) / dist[..., None]   # (..., E, 3, 3)
     turn = np.where(kind[..., None, None] == POSITION, -lever,
                     np.where(kind[..., None, None] == ROTATION, np.eye(3),
-                             -skew(u)[:, None] - proj[:, None] @ lever))
+                             -skew(u)[..., None, :, :] - proj[..., None, :, :] @ lever))
     turn = turn * (t.mask * t.weight[:, None])[..., None, None]
     move = np.where(kind[..., None] == POSITION, np.eye(3), np.where(kind[..., None] == LOOK_AT, proj, 0.0))
-    jac = np.concatenate([turn.transpose(0, 2, 1, 3).reshape(n, 3, 3 * NUM_JOINTS),
-                          move * t.weight[:, None, None]], axis=2)
-    return r.ravel(), jac.reshape(3 * n, -1)
+    jac = np.concatenate([np.swapaxes(turn, -3, -2).reshape(batch + (n, 3, 3 * NUM_JOINTS)),
+                          move * t.weight[:, None, None]], axis=-1)
+    return r.reshape(batch + (-1,)), jac.reshape(batch + (3 * n, -1))
 
 
 def _floor_rows(contacts, floor, fk):
@@ -255,11 +268,12 @@ def _floor_rows(contacts, floor, fk):
 
 def apply_step(local_rot, trans, fk, step):
     """Turn every joint k's subtree by the world-frame rotation step[3k:3k+3] (axis-angle,
-    about the joint) and move the root by step[-3:]; fk is the pose's forward kinematics."""
-    turn = axis_angle_to_matrix(step[:-3].reshape(NUM_JOINTS, 3))
-    wp = fk.rotations[list(PARENT_OR_SELF)]                  # a joint turns in its parent's frame
-    wp[0] = np.eye(3)
-    return np.swapaxes(wp, -1, -2) @ turn @ wp @ local_rot, trans + step[-3:]
+    about the joint) and move the root by step[-3:]; fk is the pose's forward kinematics.
+    Poses may carry leading batch dimensions (step (..., 75))."""
+    turn = axis_angle_to_matrix(step[..., :-3].reshape(step.shape[:-1] + (NUM_JOINTS, 3)))
+    wp = fk.rotations[..., list(PARENT_OR_SELF), :, :]      # a joint turns in its parent's frame
+    wp[..., 0, :, :] = np.eye(3)
+    return np.swapaxes(wp, -1, -2) @ turn @ wp @ local_rot, trans + step[..., -3:]
 
 
 class _Problem:
@@ -353,6 +367,56 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     local, trans = state[0], state[1]
     errors = effector_errors(effectors, local, trans, rest)
     return Refined(local_rot=local, trans=trans, errors=errors, misses=_misses(effectors, soft_flags, errors))
+
+
+def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
+    """Refine K poses (local_rot (K, 24, 3, 3), trans (K, 3)) for the same effectors at once:
+    damped least-squares steps on all K together (one batched linear solve a step), knees
+    and elbows put back inside their ranges after each. Any pose this leaves short of an
+    effector, and every pose when some effector is soft or a floor is set (they need the
+    prioritised solve), goes through refine_pose. Returns a list of Refined, as refine_pose."""
+    local = np.array(local_rot, dtype=np.float64)
+    trans = np.array(trans, dtype=np.float64)
+    rest = np.asarray(rest, dtype=np.float64)
+    effectors = list(effectors)
+    soft_flags = [bool(getattr(e, "soft", False)) for e in effectors]
+    if any(soft_flags) or options.floor is not None or not effectors:
+        return [refine_pose(local[k], trans[k], rest, effectors, options) for k in range(len(local))]
+    targets = _Targets(effectors)
+    limits = _Limits() if options.joint_limits else None
+    if limits is not None:
+        limits.clamp_many(local)
+    lam = np.full(len(local), options.damping)
+    fk = forward_kinematics(local, rest, PARENTS, trans)
+    r, jac = _residuals(targets, fk.rotations, fk.positions, True)
+    eye = np.eye(r.shape[-1])
+    for _ in range(options.iterations):
+        active = np.abs(r).max(-1) >= _STOP
+        if not active.any():
+            break
+        a = np.flatnonzero(active)
+        gram = jac[a] @ np.swapaxes(jac[a], -1, -2) + lam[a, None, None] * eye
+        step = -(np.swapaxes(jac[a], -1, -2) @ np.linalg.solve(gram, r[a][..., None]))[..., 0]
+        longest = np.abs(step).max(-1, keepdims=True)
+        step *= np.minimum(1.0, _MAX_TURN / np.maximum(longest, 1e-12))
+        sub = forward_kinematics(local[a], rest, PARENTS, trans[a])
+        new, new_trans = apply_step(local[a], trans[a], sub, step)
+        if limits is not None:
+            limits.clamp_many(new)
+        new_fk = forward_kinematics(new, rest, PARENTS, new_trans)
+        new_r, new_jac = _residuals(targets, new_fk.rotations, new_fk.positions, True)
+        better = (new_r * new_r).sum(-1) < (r[a] * r[a]).sum(-1)
+        take = a[better]
+        local[take], trans[take], r[take], jac[take] = new[better], new_trans[better], new_r[better], new_jac[better]
+        lam[take] = np.maximum(lam[take] * 0.3, 1e-7)
+        lam[a[~better]] *= 10.0
+    out = []
+    for k in range(len(local)):
+        errors = effector_errors(effectors, local[k], trans[k], rest)
+        misses = _misses(effectors, soft_flags, errors)
+        out.append(refine_pose(local[k], trans[k], rest, effectors, options) if misses else
+                   Refined(local_rot=local[k], trans=trans[k], errors=errors, misses=misses))
+    return out
 
 
 def _descend(problem, limits, state, iterations, damping, use_soft):

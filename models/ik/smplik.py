@@ -15,14 +15,16 @@ steps on forward kinematics.
 """
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
-from ..core.rotations import rot6d_to_matrix
+from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, rot6d_to_matrix
 from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions
+from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 
 ARCH = "smplik-v2"
@@ -34,13 +36,15 @@ class IkSolution:
     """A solved pose: local rotations (24, 3, 3) and root translation (3,) for a body with
     rest joints (24, 3); `positions` (24, 3) are computed on first use. After refinement,
     `errors` (E,) per effector (metres, radians) and `misses`, the effectors not met
-    (refine.Miss, largest first; empty when all hold)."""
+    (refine.Miss, largest first; empty when all hold). `latent` (72,): the pose's latent in
+    the flow under its effectors, when the flow solved it (`SmplIk.solve(keep=...)`)."""
 
     local_rot: np.ndarray
     trans: np.ndarray
     rest: np.ndarray
     errors: np.ndarray = None
     misses: tuple = ()
+    latent: np.ndarray = None
 
     @cached_property
     def positions(self):
@@ -153,88 +157,198 @@ class SmplIk:
     two answers are averaged, so mirrored effectors give exactly the mirrored pose (and the
     held-out error drops by about 1 mm, 5%, at twice the network's cost; docs/learned_ik.md)."""
 
-    def __init__(self, params, config, symmetric=True):
+    def __init__(self, params, config, symmetric=True, flow=None):
         self.config = config
         self.symmetric = symmetric
+        self.flow = flow
         self.p = fold_norms(params, [(f"blocks.{i}.norm", f"blocks.{i}.fc1") for i in range(config["blocks"])]
                             + [("out_norm", "out")])
 
     @classmethod
-    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True):
-        return cls(*load_weights(path, ARCH, expected_shapes), symmetric=symmetric)
+    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, flow_path=DEFAULT_FLOW_WEIGHTS):
+        """flow_path: the generative weights (`flow.py`), loaded when the file exists (None:
+        none); without them only mode="deterministic" solves."""
+        flow = PoseFlow.load(flow_path) if flow_path is not None and Path(flow_path).exists() else None
+        return cls(*load_weights(path, ARCH, expected_shapes), symmetric=symmetric, flow=flow)
 
-    def network(self, x):
-        """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32."""
+    def network(self, x, features=False):
+        """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32; with features,
+        also the last hidden layer normalised (B, width), the flow's condition (`flow.py`)."""
         p = self.p
         h = linear(x.astype(np.float32, copy=False), p, "inp")
         for i in range(self.config["blocks"]):
             hidden = linear(normalise(h), p, f"blocks.{i}.fc1")
             h += linear(np.maximum(hidden, 0.0, out=hidden), p, f"blocks.{i}.fc2")
-        return linear(normalise(h), p, "out")
+        h = normalise(h)
+        out = linear(h, p, "out")
+        return (out, h) if features else out
 
-    def predict(self, effectors, rest):
+    def predict(self, effectors, rest, features=False):
         """Batched solve: EncodedEffectors (B sets) and rest joints (B, 24, 3) -> local
-        rotations (B, 24, 3, 3), trans (B, 3)."""
+        rotations (B, 24, 3, 3), trans (B, 3) (and with features, the given problems' last
+        hidden layer, `network`)."""
         x, centre = network_input(effectors, rest)
         if self.symmetric:
-            both = self.network(np.concatenate([x, mirror_input(x)]))
+            both, hidden = self.network(np.concatenate([x, mirror_input(x)]), features=True)
+            hidden = hidden[:len(x)]
             out = both[:len(x)]
             out += mirror_output(both[len(x):])
             out *= 0.5
         else:
-            out = self.network(x)
+            out, hidden = self.network(x, features=True)
         out = out.astype(np.float64)   # orthonormal to float64 precision: the refinement needs it
         rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + _IDENTITY_6D
         world = rot6d_to_matrix(rot6)   # the network predicts world rotations: errors do not pile up down the chains
         local = world_to_local(world)
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
-        return local, trans
+        return (local, trans, hidden) if features else (local, trans)
 
-    def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None, warm_start=False):
+    def decode(self, encoded, rest, latents):
+        """Poses from the flow (`flow.py`): EncodedEffectors (B sets), rest joints (B, 24, 3)
+        and latents (B, K, 72) -> local rotations (B, K, 24, 3, 3), trans (B, K, 3). Latent
+        zero is the natural pose; the deterministic network runs once per set."""
+        return self._decode(self._condition(encoded, rest), latents)
+
+    def latent_of(self, encoded, rest, local_rot):
+        """The flow's latents (B, 72) of poses local_rot (B, 24, 3, 3) under these effectors:
+        decode gives the poses back."""
+        return self._latent(self._condition(encoded, rest), local_rot)
+
+    def _condition(self, encoded, rest):
+        if self.flow is None:
+            raise SmplIkError(f"no generative weights ({DEFAULT_FLOW_WEIGHTS} is missing): "
+                              "only the deterministic solve is available")
+        det, trans, hidden = self.predict(encoded, rest, features=True)
+        return det, trans, self.flow.context(hidden)
+
+    def _decode(self, condition, latents):
+        det, trans, context = condition
+        b, k = np.shape(latents)[:2]
+        x = self.flow.forward(np.reshape(latents, (b * k, -1)), np.repeat(context, k, axis=0))
+        local = np.repeat(det, k, axis=0) @ axis_angle_to_matrix(x.reshape(b * k, NUM_JOINTS, 3))
+        return local.reshape(b, k, NUM_JOINTS, 3, 3), np.repeat(trans[:, None], k, axis=1)
+
+    def _latent(self, condition, local_rot):
+        det, _, context = condition
+        x = matrix_to_axis_angle(np.swapaxes(det, -1, -2) @ np.asarray(local_rot, dtype=np.float64))
+        return self.flow.inverse(x.reshape(len(x), -1), context)[0]
+
+    def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None, warm_start=False,
+              mode=None, keep=None):
         """Pose for a list of Effectors on a body with rest joints (24, 3).
 
+        mode: "deterministic" (the network's one answer), "natural" (the flow's latent origin:
+        the least-cost pose the flow knows for these effectors) or None (DEFAULT_MODE).
         refine: make the hard effectors exact and the soft ones as close as they can come
         (refine.refine_pose with `options`, a RefineOptions). current_pose: (local_rot, trans)
         of the pose on screen, if any: with options.plant_feet, ankles pinned by position keep
         its foot orientation. warm_start (with current_pose and refine): refine from the pose
         on screen instead of the network's guess, as a drag does from one step to the next:
-        what nothing asks to move stays where it was, and a few steps suffice."""
-        from .refine import RefineOptions, effector_errors, planted_feet, refine_pose
+        what nothing asks to move stays where it was, and a few steps suffice.
+        keep: continuity with a pose, (local_rot, trans) or an IkSolution of an earlier solve:
+        its latent (the solution's own, or the pose's under these effectors) is decoded under
+        these effectors and refined, so what the effectors do not ask to move stays as it
+        was; an unchanged problem gives the kept pose back. With the flow, the solution
+        carries its `latent` for the next step."""
+        from .refine import RefineOptions
 
+        mode = DEFAULT_MODE if mode is None else mode
+        if mode not in MODES:
+            raise SmplIkError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         options = RefineOptions() if options is None else options
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         encoded = encode_effectors(effectors)
-        warm = warm_start and refine and current_pose is not None
-        if warm:
-            local, trans = (np.asarray(x, dtype=np.float64) for x in current_pose)
-            if local.shape != (NUM_JOINTS, 3, 3) or trans.shape != (3,):
-                raise SmplIkError(f"current_pose must be local rotations (24, 3, 3) and a translation (3,); "
-                                  f"got {local.shape} and {trans.shape}")
+        generative = mode == "natural" or keep is not None
+        condition = self._condition(encoded, rest) if generative else None
+        if keep is not None:
+            latent = self._keep_latent(keep, condition)
+            local, trans = (x[0, 0] for x in self._decode(condition, latent[:, None]))
+        elif warm_start and refine and current_pose is not None:
+            local, trans = _pose_arrays(current_pose, "current_pose")
+        elif mode == "natural":
+            local, trans = (x[0, 0] for x in self._decode(condition, np.zeros((1, 1, DIMS))))
         else:
             local, trans = (x[0] for x in self.predict(encoded, rest))
         if not refine:
-            return IkSolution(local_rot=local, trans=trans, rest=rest[0])
-        extra = []
-        if options.plant_feet and current_pose is not None:
-            world = forward_kinematics(current_pose[0], rest[0], PARENTS, current_pose[1]).rotations
-            extra = planted_feet(effectors, world)
+            return IkSolution(local_rot=local, trans=trans, rest=rest[0],
+                              latent=self._latent(condition, local[None])[0] if generative else None)
+        fallback = None
+        if keep is not None or (warm_start and current_pose is not None):
+            fallback = ((lambda: [x[0, 0] for x in self._decode(condition, np.zeros((1, 1, DIMS)))])
+                        if mode == "natural" else (lambda: [x[0] for x in self.predict(encoded, rest)]))
+        refined, extra = self._refine(effectors, local, trans, rest[0], options, current_pose, fallback)
+        latent = self._latent(condition, refined.local_rot[None])[0] if generative else None
+        return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
+                          errors=refined.errors[:len(refined.errors) - extra], misses=refined.misses, latent=latent)
+
+    def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE, refine=True,
+               options=None, current_pose=None):
+        """`count` alternative poses for the same effectors, in one batched pass of the
+        networks: latents drawn from N(0, temperature^2) (seed: an int for a repeatable set;
+        temperature 0 gives the natural pose every time; the default suits most problems), decoded and, with refine, each made
+        to meet the effectors (as `solve`). Returns a list of IkSolution, each with its latent."""
+        from .refine import RefineOptions, refine_many
+
+        t = check_samples(count, temperature)
+        options = RefineOptions() if options is None else options
+        rest = np.asarray(rest_joints, dtype=np.float64)[None]
+        condition = self._condition(encode_effectors(effectors), rest)
+        latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
+        local, trans = (x[0] for x in self._decode(condition, latents))
+        if not refine:
+            return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k])
+                    for k in range(count)]
+        effectors = list(effectors)
+        extra = self._planted(effectors, rest[0], options, current_pose)
+        out = []
+        for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, options)):
+            out.append(IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
+                                  errors=refined.errors[:len(effectors)], misses=refined.misses, latent=latents[0, k]))
+        return out
+
+    @staticmethod
+    def _planted(effectors, rest, options, current_pose):
+        """The planted-feet effectors (refine.planted_feet) of the pose on screen, if any."""
+        from .refine import planted_feet
+
+        if not (options.plant_feet and current_pose is not None):
+            return []
+        on_screen = _pose_arrays(current_pose, "current_pose")
+        return planted_feet(effectors, forward_kinematics(on_screen[0], rest, PARENTS, on_screen[1]).rotations)
+
+    def _keep_latent(self, keep, condition):
+        if isinstance(keep, IkSolution) and keep.latent is not None:
+            latent = np.asarray(keep.latent, dtype=np.float64)
+            if latent.shape != (DIMS,) or not np.all(np.isfinite(latent)):
+                raise SmplIkError(f"keep's latent must be {DIMS} finite numbers; got shape {latent.shape}")
+            return latent[None]
+        pose = (keep.local_rot, keep.trans) if isinstance(keep, IkSolution) else keep
+        local, _ = _pose_arrays(pose, "keep")
+        return self._latent(condition, local[None])
+
+    def _refine(self, effectors, local, trans, rest, options, current_pose, fallback):
+        """Refine from (local, trans); with `fallback` (a call giving another starting pose),
+        also try that when the start misses soft targets by over FALLBACK_SOFT_ERROR. Returns
+        the refine.Refined and how many planted-feet effectors were added."""
+        from .refine import effector_errors, refine_pose
+
+        extra = self._planted(effectors, rest, options, current_pose)
         effectors = list(effectors) + extra
-        refined = refine_pose(local, trans, rest[0], effectors, options)
+        refined = refine_pose(local, trans, rest, effectors, options)
         soft = np.array([bool(e.soft) for e in effectors])
-        if warm and soft.any() and refined.errors[soft].sum() > FALLBACK_SOFT_ERROR:
+        if fallback is not None and soft.any() and refined.errors[soft].sum() > FALLBACK_SOFT_ERROR:
             # small steps cannot bend a limb that is straight on screen: the network's guess may
             # get there. Refine it only when it nearly holds the pins and is nearer the soft
             # targets; take it when it then meets them, or misses clearly less (a drag out of
             # reach should not flicker between the two)
-            guess = [x[0] for x in self.predict(encoded, rest)]
-            errors = effector_errors(effectors, *guess, rest[0])
+            guess = fallback()
+            errors = effector_errors(effectors, *guess, rest)
             if (not (~soft).any() or errors[~soft].max() < FALLBACK_PIN_ERROR) and \
                     errors[soft].sum() < refined.errors[soft].sum():
-                guessed = refine_pose(*guess, rest[0], effectors, replace(options, iterations=FALLBACK_ITERATIONS))
+                guessed = refine_pose(*guess, rest, effectors, replace(options, iterations=FALLBACK_ITERATIONS))
                 if not guessed.misses or _miss_total(guessed) < _miss_total(refined) - WARM_MARGIN:
                     refined = guessed
-        return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
-                          errors=refined.errors[:len(effectors) - len(extra)], misses=refined.misses)
+        return refined, len(extra)
 
     def solve_positions(self, joints, targets, rest_joints):
         """Many poses at once from the same joints pinned by position (no refinement), for
@@ -245,10 +359,26 @@ class SmplIk:
         return self.predict(encoded, rest)
 
 
+MODES = ("deterministic", "natural")
+DEFAULT_MODE = "deterministic"   # the baseline, until the natural pose beats it on every benchmark figure
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
 FALLBACK_PIN_ERROR = 0.05   # metres (radians): a guess breaking a pin by more is not near an answer
 FALLBACK_SOFT_ERROR = 0.01  # a warm start this far from its soft targets (1 cm) asks the network
+
+
+def _pose_arrays(pose, name):
+    """(local_rot (24, 3, 3), trans (3,)) as float64 arrays, or a clear error naming `name`."""
+    try:
+        local, trans = (np.asarray(x, dtype=np.float64) for x in pose)
+    except (TypeError, ValueError):
+        raise SmplIkError(f"{name} must be (local rotations (24, 3, 3), translation (3,)); got {type(pose).__name__}") from None
+    if local.shape != (NUM_JOINTS, 3, 3) or trans.shape != (3,):
+        raise SmplIkError(f"{name} must be local rotations (24, 3, 3) and a translation (3,); "
+                          f"got {local.shape} and {trans.shape}")
+    if not (np.all(np.isfinite(local)) and np.all(np.isfinite(trans))):
+        raise SmplIkError(f"{name} holds NaN or infinite numbers")
+    return local, trans
 
 
 def _miss_total(refined):

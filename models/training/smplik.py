@@ -49,17 +49,21 @@ class SmplIkTorch(nn.Module):
         nn.init.zeros_(self.out.bias)
         nn.init.normal_(self.out.weight, std=1e-3)
 
-    def network(self, x):
+    def network(self, x, features=False):
+        """Raw outputs; with features, also the last hidden layer normalised (no scale or
+        shift), which conditions the flow (`SmplIk.network`)."""
         h = self.inp(x)
         for b in self.blocks:
             h = b(h)
-        return self.out(self.out_norm(h))
+        out = self.out(self.out_norm(h))
+        return (out, nn.functional.layer_norm(h, h.shape[-1:])) if features else out
 
-    def forward(self, joints, feats, mask, rest, symmetric=False):
+    def forward(self, joints, feats, mask, rest, symmetric=False, features=False):
         """Local rotations (B, 24, 3, 3) and trans (B, 3); same as SmplIk.predict (symmetric:
-        averaged with the mirrored problem's answer, as the numpy runtime does by default)."""
+        averaged with the mirrored problem's answer, as the numpy runtime does by default;
+        features: also the given problem's normalised last hidden layer)."""
         x, centre = network_input(joints, feats, mask, rest)
-        out = self.network(x)
+        out, hidden = self.network(x, features=True)
         if symmetric:
             sign = torch.from_numpy(SLOT_SIGN).to(x.dtype)
             mirrored = (x.reshape(len(x), NUM_JOINTS, -1)[:, list(MIRROR)] * sign).reshape(len(x), -1)
@@ -67,7 +71,8 @@ class SmplIkTorch(nn.Module):
         rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
         world = rot6d_to_matrix(rot6)
         local = torch.cat([world[:, :1], world[:, list(PARENT_OR_SELF[1:])].transpose(-1, -2) @ world[:, 1:]], 1)
-        return local, centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
+        trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
+        return (local, trans, hidden) if features else (local, trans)
 
     def numpy_params(self):
         return {k: v.detach().cpu().numpy() for k, v in self.state_dict().items()}

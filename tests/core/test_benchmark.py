@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT, SHARED_MOCAP
 
 from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS
+from models.ik.flow import DEFAULT_FLOW_WEIGHTS as FLOW_WEIGHTS
 from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS
 
 pytest.importorskip("scipy")
@@ -22,12 +23,16 @@ def test_benchmark_reports_every_method(tmp_path):
     import benchmark
 
     out = tmp_path / "bench.json"
-    benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "40", "--baseline-frames", "2"])
+    benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "40", "--baseline-frames", "2",
+                    "--protocol-frames", "12"])
     report = json.loads(out.read_text())
     methods = report["methods"]
     assert report["frames"] == 40
+    generative = {"smplik_protocol_deterministic", "smplik_protocol_natural", "smplik_protocol_best_of_8",
+                  "smplik_protocol_mean_of_8", "smplik_6pt_natural", "smplik_alternatives", "smplik_path"}
     assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
-                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "analytic_full", "baseline_6pt"}
+                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "analytic_full", "baseline_6pt"} | \
+        (generative if FLOW_WEIGHTS.exists() else set())
     for name, m in methods.items():
         assert {"mpjpe_mm", "geodesic_deg", "ms_single", "per_s_batch"} <= set(m), name
         assert len(m["geodesic_deg_by_joint"]) == 24
@@ -40,3 +45,14 @@ def test_benchmark_reports_every_method(tmp_path):
     # no refined pose bends a knee or an elbow beyond the documented ranges
     assert methods["smplik_6pt_refined"]["inside_limits"] == 1.0
     assert methods["smplik_random_refined"]["inside_limits"] == 1.0
+    if FLOW_WEIGHTS.exists():
+        protocol = {m: methods[f"smplik_protocol_{m}"] for m in ("deterministic", "natural", "best_of_8", "mean_of_8")}
+        for m in protocol.values():
+            assert {"mpjpe_aligned_mm", "pa_mpjpe_mm", "by_count"} <= set(m) and m["frames"] == 12
+            assert m["pa_mpjpe_mm"] <= m["mpjpe_aligned_mm"] + 1e-6   # a similarity fit only lowers the error
+        # the nearest of 8 is no farther than their mean, and (the same 8) never worse than any
+        assert protocol["best_of_8"]["mpjpe_aligned_mm"] <= protocol["mean_of_8"]["mpjpe_aligned_mm"]
+        alt = methods["smplik_alternatives"]
+        assert alt["effector_mm_max"] < 1 and alt["inside_limits"] == 1.0 and alt["apd_mm"]["six_points"] > 0
+        path = methods["smplik_path"]
+        assert {"jump_mm_deterministic", "jump_mm_keep", "foot_lift_mm_keep"} <= set(path)

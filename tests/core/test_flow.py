@@ -1,0 +1,263 @@
+"""Generative SMPL-IK: the pose flow (numpy and torch), its solves, samples and continuity, and
+the cost J."""
+import numpy as np
+import pytest
+from conftest import measured_effector_errors, smoke_train
+
+from models.core.errors import SmplIkError
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
+from models.ik.cost import Segments, effort, pose_cost
+from models.ik.effectors import Effector
+from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DIMS, PoseFlow
+from models.ik.nn import prepare, save_weights
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
+
+torch = pytest.importorskip("torch")
+SHIPPED = pytest.mark.skipif(not (DEFAULT_WEIGHTS.exists() and DEFAULT_FLOW_WEIGHTS.exists()),
+                             reason="models/ik/weights/smplik.npz or smplik_flow.npz not trained yet")
+
+
+@pytest.fixture
+def random_flow():
+    """A torch flow with every layer random (a fresh one is the identity)."""
+    from models.training.flow import PoseFlowTorch
+
+    torch.manual_seed(0)
+    flow = PoseFlowTorch(context=16, hidden=32, couplings=4)
+    with torch.no_grad():
+        for c in flow.couplings:
+            c.out.weight.normal_(std=0.05)
+            c.out.bias.normal_(std=0.05)
+    return flow
+
+
+def numpy_flow(flow):
+    return PoseFlow(prepare(flow.numpy_params(), np.float64), flow.config)
+
+
+def test_numpy_flow_matches_torch_both_ways(random_flow, rng):
+    net = numpy_flow(random_flow)
+    features = rng.normal(size=(5, 512))
+    z = rng.normal(size=(5, DIMS))
+    with torch.no_grad():
+        ctx_t = random_flow.encode(torch.tensor(features, dtype=torch.float32))
+        x_t = random_flow(torch.tensor(z, dtype=torch.float32), ctx_t).numpy()
+        back_t, logdet_t = random_flow.inverse(torch.tensor(x_t), ctx_t)
+    ctx = net.context(features)
+    x = net.forward(z, ctx)
+    back, logdet = net.inverse(x_t, ctx)
+    assert np.abs(x - z).max() > 0.05            # the random flow does move the latents
+    assert np.abs(x - x_t).max() < 1e-4
+    assert np.abs(back - back_t.numpy()).max() < 1e-4
+    assert np.abs(logdet - logdet_t.numpy()).max() < 1e-4
+
+
+def test_inverse_undoes_forward(random_flow, rng):
+    net = numpy_flow(random_flow)
+    ctx = net.context(rng.normal(size=(7, 512)))
+    z = rng.normal(size=(7, DIMS)) * 2
+    back, logdet = net.inverse(net.forward(z, ctx), ctx)
+    assert np.abs(back - z).max() < 1e-9
+    # the log-determinant is that of the map's Jacobian, by finite differences
+    eps, j = 1e-6, np.zeros((DIMS, DIMS))
+    for i in range(DIMS):
+        dz = np.zeros((1, DIMS))
+        dz[0, i] = eps
+        j[:, i] = ((net.forward(z[:1] + dz, ctx[:1]) - net.forward(z[:1] - dz, ctx[:1])) / (2 * eps))[0]
+    assert abs(np.linalg.slogdet(j)[1] - logdet[0]) < 1e-5
+
+
+def test_an_untrained_flow_decodes_the_deterministic_answer(open_body, rng, tmp_path):
+    from models.training.flow import PoseFlowTorch
+    from models.training.smplik import SmplIkTorch
+
+    base = SmplIkTorch(width=64, hidden=32, blocks=1)
+    save_weights(tmp_path / "s.npz", base.numpy_params(), base.config)
+    flow = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=2)
+    save_weights(tmp_path / "f.npz", flow.numpy_params(), flow.config)
+    net = SmplIk.load(tmp_path / "s.npz", flow_path=tmp_path / "f.npz")
+    rest = open_body.rest_joints(np.zeros(10))
+    effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
+    det = net.solve(effectors, rest, refine=False, mode="deterministic")
+    nat = net.solve(effectors, rest, refine=False, mode="natural")
+    assert np.abs(det.local_rot - nat.local_rot).max() < 1e-6 and np.abs(nat.latent).max() < 1e-6
+
+
+def test_weights_load_without_pickle_and_refuse_another_architecture(random_flow, tmp_path):
+    save_weights(tmp_path / "f.npz", random_flow.numpy_params(), random_flow.config)
+    PoseFlow.load(tmp_path / "f.npz")
+    with pytest.raises(SmplIkError, match="architecture 'smplik-flow-v1', not 'smplik-v2'"):
+        SmplIk.load(tmp_path / "f.npz", flow_path=None)
+    with pytest.raises(SmplIkError, match="not 'smplik-flow-v1'"):
+        PoseFlow.load(DEFAULT_WEIGHTS)
+    bad = dict(random_flow.numpy_params())
+    bad["masks"] = bad["masks"][:, :10]
+    save_weights(tmp_path / "g.npz", bad, random_flow.config)
+    with pytest.raises(SmplIkError, match="wrong shape masks"):
+        PoseFlow.load(tmp_path / "g.npz")
+
+
+def test_smoke_training_lowers_the_loss(tmp_path, rng):
+    from models.ik.flow import ARCH
+
+    record, out = smoke_train("train_flow.py", tmp_path, rng)
+    assert record["steps"] == 120 and record["config"]["arch"] == ARCH
+    assert record["validation"]["last_loss"] < record["validation"]["first_loss"] - 0.3
+    PoseFlow.load(out)
+
+
+def test_cost_prefers_a_hanging_arm_and_counts_the_body_mass(open_body):
+    seg = Segments.from_body(open_body)
+    volume = open_body.shaped_vertices(np.zeros(10))[open_body.faces]
+    total = np.einsum("fi,fi->f", volume[:, 0], np.cross(volume[:, 1], volume[:, 2])).sum() / 6 * 1000
+    assert abs(seg.mass.sum() - total) < 1e-6 * total and 40 < total < 120
+    rest = open_body.rest_joints(np.zeros(10))
+    t_pose = np.tile(np.eye(3), (NUM_JOINTS, 1, 1))
+    arms_down = t_pose.copy()
+    for side, sign in (("left", 1), ("right", -1)):   # SMPL's rest arms point along +-x
+        arms_down[JOINT_INDEX[f"{side}_shoulder"]] = axis_angle_to_matrix(np.array([0, 0, -sign * 1.45]))
+    held, hanging = effort(t_pose, np.zeros(3), rest, seg), effort(arms_down, np.zeros(3), rest, seg)
+    assert held - hanging > 10   # two arms of 3-4 kg held out: over 10 newton-metres more
+    mean, std = np.zeros(DIMS - 3), np.ones(DIMS - 3)
+    costs = pose_cost(np.stack([t_pose, arms_down]), np.zeros(3), rest, seg, mean, std)
+    assert costs["cost"][1] < costs["cost"][0] and np.all(costs["limit_excess"] == 0)
+    bent_back = t_pose.copy()
+    bent_back[JOINT_INDEX["left_knee"]] = axis_angle_to_matrix(np.array([-0.6, 0, 0]))   # 34 degrees past straight
+    assert pose_cost(bent_back, np.zeros(3), rest, seg, mean, std)["limit_excess"] > 0.05
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return SmplIk.load()
+
+
+def three_pins(pos):
+    return [Effector("pelvis", "position", tuple(pos[0])), Effector("left_wrist", "position", tuple(pos[20])),
+            Effector("right_ankle", "position", tuple(pos[8]))]
+
+
+@SHIPPED
+def test_natural_is_deterministic_and_meets_the_effectors(shipped, held_out_poses):
+    _, rest, _, pos = held_out_poses
+    effectors = three_pins(pos[3])
+    a, b = (shipped.solve(effectors, rest[3], mode="natural") for _ in range(2))
+    assert np.array_equal(a.local_rot, b.local_rot) and np.array_equal(a.trans, b.trans)
+    assert measured_effector_errors(effectors, a.local_rot, a.trans, rest[3]).max() < 1e-3
+
+
+@SHIPPED
+def test_samples_differ_and_all_meet_the_effectors(shipped, held_out_poses):
+    _, rest, _, pos = held_out_poses
+    effectors = three_pins(pos[5])
+    samples = shipped.sample(effectors, rest[5], count=6, seed=3)
+    positions = np.stack([s.positions for s in samples])
+    spread = [np.linalg.norm(positions[i] - positions[j], axis=-1).mean() for i in range(6) for j in range(i)]
+    assert min(spread) > 0.005                      # no two alike: at least 5 mm apart on average
+    for s in samples:
+        assert measured_effector_errors(effectors, s.local_rot, s.trans, rest[5]).max() < 1e-3
+    again = shipped.sample(effectors, rest[5], count=6, seed=3)
+    assert all(np.array_equal(x.local_rot, y.local_rot) for x, y in zip(samples, again))   # a seed repeats
+    cool = shipped.sample(effectors, rest[5], count=6, seed=3, temperature=0.2)
+    cool_pos = np.stack([s.positions for s in cool])
+    assert np.mean([np.linalg.norm(cool_pos[i] - cool_pos[j], axis=-1).mean() for i in range(6) for j in range(i)]) \
+        < 0.5 * np.mean(spread)                     # temperature narrows the spread
+
+
+@SHIPPED
+def test_keeping_an_unchanged_problem_returns_the_current_pose(shipped, held_out_poses):
+    _, rest, _, pos = held_out_poses
+    effectors = three_pins(pos[7])
+    current = shipped.sample(effectors, rest[7], count=1, seed=11)[0]     # an alternative on screen
+    for keep in (current, (current.local_rot, current.trans)):
+        kept = shipped.solve(effectors, rest[7], keep=keep)
+        assert np.abs(kept.local_rot - current.local_rot).max() < 1e-5
+        assert np.abs(kept.trans - current.trans).max() < 1e-6
+    natural = shipped.solve(effectors, rest[7], mode="natural")
+    assert np.abs(natural.positions - current.positions).max() > 0.01   # it was not the natural pose
+
+
+@SHIPPED
+def test_keep_follows_a_moved_target_without_re_guessing(shipped, held_out_poses):
+    """Moving one pin 2 cm moves the unpinned joints less when the latent is kept than when
+    the network guesses afresh from the moved pins."""
+    _, rest, _, pos = held_out_poses
+    jumps_keep, jumps_fresh = [], []
+    for n in range(0, 40, 4):
+        effectors = three_pins(pos[n])
+        current = shipped.solve(effectors, rest[n], mode="natural")
+        moved = list(effectors)
+        moved[1] = Effector("left_wrist", "position", tuple(pos[n, 20] + [0.02, 0.0, 0.0]))
+        free = [j for j in range(NUM_JOINTS) if j not in (0, 20, 8)]
+        for mode, out in (("keep", jumps_keep), ("fresh", jumps_fresh)):
+            after = shipped.solve(moved, rest[n], keep=current) if mode == "keep" else \
+                shipped.solve(moved, rest[n], mode="deterministic")
+            out.append(np.linalg.norm(after.positions[free] - current.positions[free], axis=-1).mean())
+    assert np.median(jumps_keep) < 0.5 * np.median(jumps_fresh)
+
+
+def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
+    from models.training.flow import PoseFlowTorch
+    from models.training.smplik import SmplIkTorch
+
+    base = SmplIkTorch(width=64, hidden=32, blocks=1)
+    save_weights(tmp_path / "s.npz", base.numpy_params(), base.config)
+    flow = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=2)
+    save_weights(tmp_path / "f.npz", flow.numpy_params(), flow.config)
+    net = SmplIk.load(tmp_path / "s.npz", flow_path=tmp_path / "f.npz")
+    rest = open_body.rest_joints(np.zeros(10))
+    effectors = [Effector("pelvis", "position", (0, 0.9, 0))]
+    for kwargs, message in ((dict(count=0), "count must be a whole number from 1 to 1000, not 0"),
+                            (dict(count=10_000), "not 10000"), (dict(count=2.5), "not 2.5"),
+                            (dict(temperature=float("nan")), "finite number >= 0"),
+                            (dict(temperature=-0.5), "not -0.5"), (dict(temperature="warm"), "must be a number")):
+        with pytest.raises(SmplIkError, match=message):
+            net.sample(effectors, rest, **kwargs)
+    for keep, message in (((np.eye(3), np.zeros(3)), r"got \(3, 3\) and \(3,\)"),
+                          ((np.full((24, 3, 3), np.nan), np.zeros(3)), "NaN"), (5, "got int")):
+        with pytest.raises(SmplIkError, match=message):
+            net.solve(effectors, rest, keep=keep)
+    with pytest.raises(SmplIkError, match="mode must be one of deterministic, natural, not 'best'"):
+        net.solve(effectors, rest, mode="best")
+    no_flow = SmplIk.load(tmp_path / "s.npz", flow_path=None)
+    with pytest.raises(SmplIkError, match="only the deterministic solve is available"):
+        no_flow.sample(effectors, rest)
+    assert no_flow.solve(effectors, rest).misses == ()
+
+
+def test_batched_refinement_meets_the_effectors_like_the_single_one(open_body, rng):
+    from models.core.kinematics import forward_kinematics
+    from models.core.skeleton import PARENTS
+    from models.ik.refine import JOINT_LIMITS, _residuals, _Targets, refine_many, refine_pose
+
+    rest = open_body.rest_joints(np.zeros(10))
+    truth = axis_angle_to_matrix(rng.normal(scale=0.3, size=(24, 3)))
+    fk = forward_kinematics(truth, rest, PARENTS, np.zeros(3))
+    effectors = [Effector("pelvis", "position", tuple(fk.positions[0])),
+                 Effector("left_wrist", "position", tuple(fk.positions[20])),
+                 Effector("right_ankle", "rotation", fk.rotations[8]),
+                 Effector("head", "look_at", tuple(fk.positions[15] + fk.rotations[15] @ [0, 0, 1.0]), axis=(0, 0, 1.0))]
+    starts = axis_angle_to_matrix(rng.normal(scale=0.3, size=(5, 24, 3)))
+    trans = rng.normal(scale=0.05, size=(5, 3))
+    # the batched residuals are the single ones, pose by pose
+    batch_fk = forward_kinematics(starts, rest, PARENTS, trans)
+    r, j = _residuals(_Targets(effectors), batch_fk.rotations, batch_fk.positions, True)
+    r1, j1 = _residuals(_Targets(effectors), batch_fk.rotations[3], batch_fk.positions[3], True)
+    assert np.abs(r[3] - r1).max() < 1e-12 and np.abs(j[3] - j1).max() < 1e-12
+    out = refine_many(starts, trans, rest, effectors)
+    for k, refined in enumerate(out):
+        assert not refined.misses
+        assert measured_effector_errors(effectors, refined.local_rot, refined.trans, rest).max() < 1e-3
+        single = refine_pose(starts[k], trans[k], rest, effectors)
+        # it stays about as close to its start as the single solve does
+        moved = np.linalg.norm(forward_kinematics(refined.local_rot, rest, PARENTS, refined.trans).positions
+                               - batch_fk.positions[k], axis=-1).mean()
+        moved_single = np.linalg.norm(forward_kinematics(single.local_rot, rest, PARENTS, single.trans).positions
+                                      - batch_fk.positions[k], axis=-1).mean()
+        assert moved < 1.5 * moved_single + 0.005
+    from scipy.spatial.transform import Rotation
+
+    for lim in JOINT_LIMITS:   # and inside the joint ranges
+        for refined in out:
+            angles = Rotation.from_matrix(refined.local_rot[JOINT_INDEX[lim.joint]]).as_euler(lim.order, degrees=True)
+            assert np.all(angles >= np.array(lim.low) - 1e-6) and np.all(angles <= np.array(lim.high) + 1e-6)
