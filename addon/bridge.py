@@ -149,12 +149,33 @@ def read_pose(arm_obj, axes):
 
 def write_pose(arm_obj, local_rot, trans, axes):
     """Set an SMPL-IK armature's pose bones from SMPL local rotations and translation."""
+    write_channels(arm_obj, *pose_channels(local_rot, trans, axes))
+
+
+def pose_channels(local_rot, trans, axes):
+    """(quaternions (24, 4) w first, root location (3,)): the pose bones' channels for an SMPL
+    pose, rounded to float32 as Blender stores them (so they compare equal to `read_channels`
+    after `write_channels`)."""
     quats = smpl_pose_to_bone_quats(local_rot, axes)
+    location = root_location_from_trans(trans, axes)
+    return (np.asarray(quats, dtype=np.float32).astype(np.float64),
+            np.asarray(location, dtype=np.float32).astype(np.float64))
+
+
+def read_channels(arm_obj):
+    """(quaternions (24, 4) w first, root location (3,)) exactly as the pose bones hold them."""
+    pbones = [arm_obj.pose.bones[name] for name in JOINT_NAMES]
+    return np.array([pb.rotation_quaternion[:] for pb in pbones]), np.array(pbones[0].location[:])
+
+
+def write_channels(arm_obj, quats, location):
+    """Set the pose bones' quaternions (24, 4) w first and the root's location (3,) as given:
+    `read_channels` gives the same numbers back, bit for bit."""
     for name, q in zip(JOINT_NAMES, quats):
         pb = arm_obj.pose.bones[name]
         pb.rotation_mode = "QUATERNION"
         pb.rotation_quaternion = q
-    arm_obj.pose.bones[JOINT_NAMES[0]].location = root_location_from_trans(trans, axes)
+    arm_obj.pose.bones[JOINT_NAMES[0]].location = location
 
 
 def mesh_vertices(mesh):

@@ -1,11 +1,14 @@
 """Live solving's memory, in one place: the effectors each body was last solved or pinned
-with, and the flags that pause live solving. Pinning (effectors) and solving (the depsgraph
-handler) both write it; it imports nothing of the add-on, so imports go one way.
+with, the last solve's pose (Keep Pose While Dragging), the set of alternative poses being
+stepped through, and the flags that pause live solving. Pinning (effectors) and solving (the
+depsgraph handler) both write it; it imports nothing of the add-on, so imports go one way.
 """
 solved = {}      # body session_uid -> signature of the effectors it was solved or pinned with
 suspended = []   # non-empty while a bake drives frames itself
 reprime = []     # non-empty after undo, redo or loading a file
 unmet = {}       # body session_uid -> names of soft effectors its last live solve left out of reach
+last = {}        # body session_uid -> the IkSolution its last solve wrote (checked against the pose on screen)
+alternatives = {}  # body session_uid -> the alternative poses Next / Previous step through (solving.Alternatives)
 
 
 def signature(objs):
@@ -22,7 +25,6 @@ def mark_solved(arm, objs):
     """Remember a body's enabled effector objects `objs` as they are now (no solve until one
     of them moves)."""
     solved[arm.session_uid] = signature(objs)
-
 
 
 # A matrix Blender evaluates from the location, rotation and scale a pin wrote differs from the

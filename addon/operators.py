@@ -2,7 +2,13 @@
 from pathlib import Path
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    StringProperty,
+)
 
 from ..models.body.model import NUM_BETAS, load_body_model
 from ..models.core.errors import SmplIkError
@@ -156,6 +162,42 @@ class SMPL_IK_OT_solve(BodyOperator, bpy.types.Operator):
             self.report({"WARNING"}, f"{arm.name}: {solving.reach_message(solution.misses)}")
 
 
+class SMPL_IK_OT_natural_pose(BodyOperator, bpy.types.Operator):
+    """Pose the body from its enabled effectors with the least effort the generative model
+    knows (its natural pose; a warning names any effector it cannot meet)"""
+
+    bl_idname = "smpl_ik.natural_pose"
+    bl_label = "Natural"
+
+    def run(self, context, arm):
+        solution = solving.solve_body(arm, mode="natural")
+        if solution.misses:
+            self.report({"WARNING"}, f"{arm.name}: {solving.reach_message(solution.misses)}")
+
+
+class SMPL_IK_OT_alternative(BodyOperator, bpy.types.Operator):
+    """Step to another pose that meets the same effectors (the first step samples a set; the
+    pose before them comes round again)"""
+
+    bl_idname = "smpl_ik.alternative"
+    bl_label = "Alternative Pose"
+
+    direction: EnumProperty(name="Direction", items=(("NEXT", "Next", "The next alternative"),
+                                                     ("PREVIOUS", "Previous", "The previous alternative")),
+                            default="NEXT")
+
+    def run(self, context, arm):
+        index, alternatives = solving.step_alternatives(arm, 1 if self.direction == "NEXT" else -1)
+        if index == 0:
+            return "Pose before the alternatives"
+        message = f"Alternative {index} of {alternatives.count}"
+        misses = alternatives.solutions[index].misses
+        if misses:
+            self.report({"WARNING"}, f"{message}; {solving.reach_message(misses)}")
+            return None
+        return message
+
+
 class SMPL_IK_OT_mirror_pose(BodyOperator, bpy.types.Operator):
     """Swap the pose's left and right sides; effectors move to their joints"""
 
@@ -196,9 +238,27 @@ class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
     frame_end: IntProperty(name="End", default=250)
     smoothing: FloatProperty(name="Smoothing", default=0.0, min=0.0, max=10.0,
                              description="Temporal smoothing (Gaussian sigma in frames; 0: none)")
+    follow_path: BoolProperty(name="Follow Path", default=False,
+                              description="Solve the range as one motion: the same latent of the generative "
+                                          "model on every frame, so what the effectors leave free keeps one "
+                                          "character (needs the generative weights; effectors always exact)")
+    path_smoothness: FloatProperty(name="Path Smoothness", default=0.5, min=0.0, max=solving.PATH_SMOOTHNESS_MAX,
+                                   description="Follow Path: how much each frame carries the frame before "
+                                               "forward (0: none; the effectors are met either way)")
 
     def _steps(self, context):
-        return solving.bake_steps(context, target_body(context), self.frame_start, self.frame_end, self.smoothing)
+        options = solving.BakeOptions(frame_start=self.frame_start, frame_end=self.frame_end,
+                                      smoothing=self.smoothing, follow_path=self.follow_path,
+                                      path_smoothness=self.path_smoothness)
+        return solving.bake_steps(context, target_body(context), options)
+
+    def draw(self, context):
+        layout = self.layout
+        for name in ("frame_start", "frame_end", "smoothing", "follow_path"):
+            layout.prop(self, name)
+        row = layout.row()
+        row.active = self.follow_path
+        row.prop(self, "path_smoothness")
 
     def _done(self, baked):
         """Report a finished bake (solving.Baked): a warning when an effector was not met."""
@@ -391,7 +451,8 @@ class SMPL_IK_OT_transfer_to_rig(RigOperator, bpy.types.Operator):
 
 
 classes = (SMPL_IK_OT_add_body, SMPL_IK_OT_reset_shape, SMPL_IK_OT_add_effector,
-           SMPL_IK_OT_add_default_effectors, SMPL_IK_OT_solve, SMPL_IK_OT_mirror_pose,
+           SMPL_IK_OT_add_default_effectors, SMPL_IK_OT_solve, SMPL_IK_OT_natural_pose,
+           SMPL_IK_OT_alternative, SMPL_IK_OT_mirror_pose,
            SMPL_IK_OT_reset_pose, SMPL_IK_OT_keyframe_pose, SMPL_IK_OT_bake, SMPL_IK_OT_map_rig,
            SMPL_IK_OT_fit_rig, SMPL_IK_OT_transfer_to_rig, SMPL_IK_OT_pose_from_image)
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,7 +1,7 @@
 """The sidebar tab "SMPL-IK" in the 3D viewport, and the pose-mode shortcut for effectors."""
 import bpy
 
-from . import photo
+from . import live, photo
 from .body_object import body_of, is_body
 from .effectors import effectors_of, is_effector
 from .rig import is_custom_rig
@@ -93,6 +93,7 @@ class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
         row = layout.row()
         row.prop(body, "live")
         row.prop(body, "refine")
+        row.prop(body, "keep_pose", text="Keep Pose")
         row = layout.row()
         row.prop(body, "plant_feet")
         row.prop(body, "use_floor")
@@ -103,10 +104,26 @@ class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
         row.operator("smpl_ik.solve", icon="PLAY")
         row.operator("smpl_ik.mirror_pose", icon="MOD_MIRROR", text="Mirror")
         row.operator("smpl_ik.reset_pose", icon="LOOP_BACK", text="Reset")
+        row = layout.row(align=True)   # the generative model: the natural pose and alternatives to it
+        row.operator("smpl_ik.natural_pose", icon="OUTLINER_OB_ARMATURE", text="Natural")
+        row.operator("smpl_ik.alternative", icon="TRIA_LEFT", text="").direction = "PREVIOUS"
+        row.operator("smpl_ik.alternative", icon="TRIA_RIGHT", text="").direction = "NEXT"
+        row.label(text=_alternative_label(arm))
+        row = layout.row(align=True)
+        row.prop(body, "alternatives_count", text="K")
+        row.prop(body, "variation")
         row = layout.row(align=True)
         row.operator("smpl_ik.keyframe_pose", icon="KEY_HLT", text="Key Pose")
         op = row.operator("smpl_ik.bake", icon="RENDER_ANIMATION", text="Bake")
         op.frame_start, op.frame_end = context.scene.frame_start, context.scene.frame_end
+
+
+def _alternative_label(arm):
+    """'3 / 8' while a set of alternatives is on screen (0: the pose before them), else '-'."""
+    index, alternatives = arm.smpl_ik.alternative_index, live.alternatives.get(arm.session_uid)
+    if alternatives is None or not 0 <= index <= alternatives.count:
+        return "-"
+    return f"{index} / {alternatives.count}"
 
 
 _detector = []

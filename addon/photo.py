@@ -16,9 +16,9 @@ from mathutils import Matrix
 from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_INDEX
 from . import bridge
-from .solving import keyframe_pose
 from .builds import PHOTO_PLATFORMS, zip_name
 from .effectors import create_effector, effectors_of, pin, rest_joints
+from .solving import keyframe_pose
 
 # Joints that get an effector when the photo showed them.
 EFFECTOR_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle",

@@ -1,6 +1,13 @@
 """Properties stored on objects: `obj.smpl_ik` marks an SMPL-IK body and holds its shape."""
 import bpy
-from bpy.props import BoolProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 from ..models.body.model import NUM_BETAS
 from ..models.core.errors import SmplIkError
@@ -55,6 +62,20 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
     floor_height: FloatProperty(name="Floor Height", default=0.0, subtype="DISTANCE", unit="LENGTH",
                                 soft_min=-10.0, soft_max=10.0,
                                 description="The floor's height (world Z) that the feet stay above")
+    keep_pose: BoolProperty(name="Keep Pose While Dragging", default=True,
+                            description="While an effector is dragged, keep the character of the pose on "
+                                        "screen (its latent in the generative model, decoded under the moved "
+                                        "effectors); off, or without the generative weights: refine from the "
+                                        "pose on screen")
+    # Alternatives: no hard limits either (a script's bad value is refused with a message)
+    alternatives_count: IntProperty(name="Alternatives", default=8, soft_min=2, soft_max=32,
+                                    description="How many alternative poses Next and Previous step through "
+                                                "(2 to 32)")
+    variation: FloatProperty(name="Variation", default=1.0, soft_min=0.0, soft_max=2.0, precision=2,
+                             description="How far the alternatives may stray from the natural pose (the "
+                                         "sampling temperature, 0 to 2; 0: every one is the natural pose)")
+    alternative_index: IntProperty(default=0, options={"HIDDEN"},
+                                   description="Which alternative is on screen (0: the pose before them)")
 
 
 classes = (SmplIkBodyProperties,)

@@ -15,9 +15,9 @@ from mathutils import Matrix
 from ..models.body.model import load_body_model
 from ..models.core.errors import SmplIkError
 from ..models.core.kinematics import forward_kinematics
+from ..models.core.skeleton import JOINT_NAMES, PARENTS
 from ..models.motion.mapping import auto_mapping
 from ..models.motion.rig_fit import fit_rig
-from ..models.core.skeleton import JOINT_NAMES, PARENTS
 from . import bridge
 from .body_object import create_body, edit_bones, is_body
 from .effectors import pin

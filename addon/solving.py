@@ -10,6 +10,11 @@ the pins allow), every other one as it is set.
 Every solve says what it did not meet: the body's status names the effector and the
 distance left (empty once all are met), and a refused input (a bad tolerance or floor
 height) leaves the pose as it was with the reason in the status.
+
+With the generative weights (the pose flow) a body can also take its natural pose, step
+through alternative poses for the same effectors, keep the character of its pose while an
+effector is dragged (the pose's latent is decoded under the moved effectors), and bake a
+frame range as one path with one latent.
 """
 import math
 from dataclasses import dataclass
@@ -20,6 +25,8 @@ from bpy.app.handlers import persistent
 
 from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_NAMES, MIRROR
+from ..models.ik.flow import DEFAULT_FLOW_WEIGHTS
+from ..models.ik.path import PathFollower
 from ..models.ik.refine import RefineOptions
 from ..models.ik.smplik import load_smplik
 from ..models.motion.temporal import smooth_poses
@@ -33,6 +40,14 @@ PREVIOUS_SOLVER = False
 FLOOR_LIMIT = 10000.0    # metres; Blender stores an infinite float as its largest, so bound it
 FLOOR_TILT = math.radians(0.5)
 SHOWN_MISSES = 3
+# Blender stores quaternions as float32: a pose read back from the bones differs from the
+# solution written by about 1e-7, so closer than this is the same pose (Keep Pose's check).
+SAME_POSE = 1e-5
+ALTERNATIVES_SEED = 0          # one repeatable set of alternatives per problem
+ALTERNATIVES_RANGE = (2, 32)   # how many alternatives a set may hold
+VARIATION_RANGE = (0.0, 2.0)   # the sampling temperature (0: every alternative is the natural pose)
+PATH_SMOOTHNESS_MAX = 0.95     # Follow Path's mu; at 1 the path would never leave its first frame
+KEEP_MARGIN = 0.01             # metres (radians) less miss that make a kept drag take the plain warm start
 
 
 def refine_options(arm):
@@ -84,38 +99,199 @@ def _set_status(arm, text):
         arm.smpl_ik.status = text
 
 
-def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None):
+def require_flow(arm, what):
+    """SmplIkError unless the generative weights (the pose flow) are loaded; `what` names the
+    action that needs them."""
+    if load_smplik().flow is None:
+        raise SmplIkError(f"{arm.name}: {what} needs the generative pose weights "
+                          f"({DEFAULT_FLOW_WEIGHTS.name} in models/ik/weights), which this installation "
+                          "lacks; Solve still works without them")
+
+
+def kept_pose(arm, on_screen, rest):
+    """What Keep Pose While Dragging holds on to: the body's last solution (it carries the
+    pose's latent) while its pose is still the one on screen, else the pose on screen
+    (local_rot, trans)."""
+    last = live.last.get(arm.session_uid)
+    if last is not None and np.allclose(last.rest, rest, atol=SAME_POSE, rtol=0) and \
+            np.allclose(last.local_rot, on_screen[0], atol=SAME_POSE, rtol=0) and \
+            np.allclose(last.trans, on_screen[1], atol=SAME_POSE, rtol=0):
+        return last
+    return on_screen
+
+
+def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None, mode=None):
     """Solve the body from effector objects without writing anything; returns the IkSolution.
-    dragged: names of the effectors moving now (solved soft). current_pose: (local_rot, trans)
-    whose feet Plant Feet keeps (default: the pose on screen). refine: Exact Effectors
-    (default: the body's setting). SmplIkError for bad values."""
+    dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
+    with Keep Pose While Dragging and the generative weights, from its latent decoded under the
+    moved effectors, else refined from the pose itself). current_pose: (local_rot, trans) of
+    the pose on screen, whose feet Plant Feet keeps (default: read from the bones). refine:
+    Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
+    "natural" (models.ik.smplik.SmplIk.solve). SmplIkError for bad values."""
     refine = arm.smpl_ik.refine if refine is None else refine
     effectors = core_effectors(arm, objs, dragged, all_hard=PREVIOUS_SOLVER)
     options = refine_options(arm)
-    if current_pose is None and options.plant_feet and refine:
+    rest = rest_joints(arm)
+    net = load_smplik()
+    drag = bool(dragged) and not PREVIOUS_SOLVER
+    keeping = drag and arm.smpl_ik.keep_pose and net.flow is not None
+    if current_pose is None and ((options.plant_feet and refine) or keeping):
         current_pose = bridge.read_pose(arm, bridge.bone_axes(arm))
-    return load_smplik().solve(effectors, rest_joints(arm), refine=refine, options=options,
-                               current_pose=current_pose, warm_start=bool(dragged) and not PREVIOUS_SOLVER)
+    if not keeping:
+        return net.solve(effectors, rest, refine=refine, options=options, current_pose=current_pose,
+                         warm_start=drag, mode=mode)
+    solution = net.solve(effectors, rest, refine=refine, options=options, current_pose=current_pose,
+                         mode="natural", keep=kept_pose(arm, current_pose, rest))
+    if refine and solution.misses:
+        # the kept pose, decoded under the moved effectors, can stall short of a target that
+        # small steps from the pose on screen reach (a floor in the way): take those when
+        # they clearly miss less
+        warm = net.solve(effectors, rest, refine=refine, options=options, current_pose=current_pose,
+                         warm_start=True, mode=mode)
+        if miss_total(warm) < miss_total(solution) - KEEP_MARGIN:
+            return warm
+    return solution
 
 
-def solve_body(arm, objs=None, signature=None, dragged=()):
+def miss_total(solution):
+    """A solution's misses as one number, hard ones first (a metre of hard miss outweighs any
+    soft one): metres or radians."""
+    return sum(m.error * (1.0 if m.soft else 1e3) for m in solution.misses)
+
+
+def _write_solution(arm, solution, signature):
+    bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.bone_axes(arm))
+    live.solved[arm.session_uid] = signature
+    live.last[arm.session_uid] = solution
+    _set_status(arm, reach_message(solution.misses))
+    restart_alternatives(arm)
+
+
+def restart_alternatives(arm):
+    """A new pose: the alternatives' counter starts again (the next step samples a new set)."""
+    if arm.smpl_ik.alternative_index:   # a write tags the body for another depsgraph update
+        arm.smpl_ik.alternative_index = 0
+
+
+def solve_body(arm, objs=None, signature=None, dragged=(), mode=None):
     """Solve a body from its enabled effectors and write its pose; returns the IkSolution.
     `objs` and their `signature`, when the caller already has them, save gathering them again;
-    dragged: names of the effectors being moved (solved soft). The status names what the pose
-    misses (empty when all are met). Raises SmplIkError (no effectors, bad values) with the
-    pose unchanged and the reason in the status."""
+    dragged: names of the effectors being moved (solved soft); mode: as `solve_effectors`
+    ("natural" needs the generative weights). The status names what the pose misses (empty
+    when all are met). Raises SmplIkError (no effectors, bad values, no generative weights for
+    the natural pose) with the pose unchanged and the reason in the status."""
     objs = effectors_of(arm) if objs is None else objs
     try:
         if not objs:
             raise SmplIkError(f"{arm.name}: no enabled effectors to solve from; add some with Add Effector")
-        solution = solve_effectors(arm, objs, dragged)
+        if mode == "natural":
+            require_flow(arm, "the natural pose")
+        solution = solve_effectors(arm, objs, dragged, mode=mode)
     except SmplIkError as exc:
         _set_status(arm, str(exc))
         raise
-    bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.bone_axes(arm))
-    live.solved[arm.session_uid] = live.signature(objs) if signature is None else signature
-    _set_status(arm, reach_message(solution.misses))
+    _write_solution(arm, solution, live.signature(objs) if signature is None else signature)
     return solution
+
+
+# --- alternatives -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Alternatives:
+    """A set of alternative poses for one problem: index 0 is the pose on screen before the
+    first alternative, 1..count the flow's samples. `channels[i]` are the bones' (quaternions
+    (24, 4), root location (3,)) for index i as Blender holds them, `solutions[i]` its
+    IkSolution (index 0: the body's last solution if that was the pose, else None), `status`
+    the body's status before. The set holds while the effectors (`signature`), the count, the
+    variation and the body's rest joints are as they were and the pose on screen is the one
+    at the body's alternative index."""
+
+    signature: tuple
+    count: int
+    variation: float
+    rest: np.ndarray
+    channels: tuple
+    solutions: tuple
+    status: str
+
+    def holds(self, signature, count, variation, rest, index, channels):
+        return (count == self.count and variation == self.variation and 0 <= index <= count
+                and live.unchanged(self.signature, signature)
+                and np.array_equal(rest, self.rest)
+                and all(np.allclose(a, b, atol=SAME_CHANNEL, rtol=0) for a, b in zip(channels, self.channels[index])))
+
+
+SAME_CHANNEL = 1e-6   # a pose bone's quaternion or location this close is the pose an alternative wrote
+
+
+def alternatives_settings(arm):
+    """(count, variation) of a body's alternatives, or SmplIkError for a count outside
+    ALTERNATIVES_RANGE or a variation that is not a number in VARIATION_RANGE (no clamping: a
+    script's bad value is refused with the reason)."""
+    props = arm.smpl_ik
+    count, variation = props.alternatives_count, props.variation
+    low, high = ALTERNATIVES_RANGE
+    if not low <= count <= high:
+        raise SmplIkError(f"{arm.name}: the number of alternatives must be from {low} to {high}, got {count}; "
+                          "the pose was left as it was")
+    low, high = VARIATION_RANGE
+    if not (math.isfinite(variation) and low <= variation <= high):
+        raise SmplIkError(f"{arm.name}: Variation must be a number from {low:g} to {high:g}, got {variation:g}; "
+                          "the pose was left as it was")
+    return count, variation
+
+
+def _new_alternatives(arm, objs, signature, count, variation, channels, rest):
+    axes = bridge.bone_axes(arm)
+    on_screen = bridge.read_pose(arm, axes)
+    effectors = core_effectors(arm, objs, all_hard=PREVIOUS_SOLVER)
+    samples = load_smplik().sample(effectors, rest, count=count, seed=ALTERNATIVES_SEED, temperature=variation,
+                                   refine=arm.smpl_ik.refine, options=refine_options(arm), current_pose=on_screen)
+    last = kept_pose(arm, on_screen, rest)
+    before = last if not isinstance(last, tuple) else None
+    return Alternatives(signature=signature, count=count, variation=variation, rest=rest,
+                        channels=(channels, *(bridge.pose_channels(s.local_rot, s.trans, axes) for s in samples)),
+                        solutions=(before, *samples), status=arm.smpl_ik.status)
+
+
+def step_alternatives(arm, step):
+    """Write the body's next (step 1) or previous (step -1) alternative pose, wrapping round;
+    returns (index, the Alternatives). The first step from a pose (or after the effectors,
+    the count or the variation changed) samples a new set, with the pose on screen as index
+    0; index 0 gives that pose back exactly. The status names what the alternative misses.
+    SmplIkError (no effectors, bad settings, no generative weights) leaves the pose as it was,
+    with the reason in the status."""
+    props = arm.smpl_ik
+    objs = effectors_of(arm)
+    try:
+        if not objs:
+            raise SmplIkError(f"{arm.name}: no enabled effectors to pose alternatives for; add some with Add Effector")
+        count, variation = alternatives_settings(arm)
+        require_flow(arm, "Alternatives")
+        signature = live.signature(objs)
+        rest = rest_joints(arm)
+        channels = bridge.read_channels(arm)
+        key = arm.session_uid
+        index = props.alternative_index
+        alternatives = live.alternatives.get(key)
+        if alternatives is None or not alternatives.holds(signature, count, variation, rest, index, channels):
+            alternatives = _new_alternatives(arm, objs, signature, count, variation, channels, rest)
+            live.alternatives[key] = alternatives
+            index = 0
+    except SmplIkError as exc:
+        _set_status(arm, str(exc))
+        raise
+    index = (index + step) % (count + 1)
+    bridge.write_channels(arm, *alternatives.channels[index])
+    live.solved[key] = signature
+    solution = alternatives.solutions[index]
+    if solution is None:
+        live.last.pop(key, None)
+    else:
+        live.last[key] = solution
+    _set_status(arm, alternatives.status if index == 0 else reach_message(solution.misses))
+    props.alternative_index = index
+    return index, alternatives
 
 
 @persistent
@@ -179,6 +355,7 @@ def mirror_pose(arm):
     trans = _FLIP_X @ (rest[0] + trans) - rest[0]
     bridge.write_pose(arm, local, trans, axes)
     pin(arm, effectors_of(arm, enabled_only=False))
+    restart_alternatives(arm)
 
 
 def reset_pose(arm):
@@ -186,6 +363,7 @@ def reset_pose(arm):
     axes = bridge.bone_axes(arm)
     bridge.write_pose(arm, np.broadcast_to(np.eye(3), (len(JOINT_NAMES), 3, 3)), np.zeros(3), axes)
     pin(arm, effectors_of(arm, enabled_only=False))
+    restart_alternatives(arm)
 
 
 def keyframe_pose(arm, frame):
@@ -229,19 +407,48 @@ def frame_ranges(frames):
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None):
-    """Generator: solve every frame from the (animated) effectors, yielding the fraction done,
-    then key the armature and return a Baked (the generator's StopIteration value). Plant
-    Feet keeps the feet of the frame before (the first frame: of the pose on screen).
-    Stopping the generator early keys nothing and restores the frame."""
-    scene = context.scene
-    if frame_end < frame_start:
-        raise SmplIkError(f"the bake range {frame_start}-{frame_end} is empty")
+@dataclass(frozen=True)
+class BakeOptions:
+    """What a bake does: the frames frame_start..frame_end; smoothing, a Gaussian sigma in
+    frames over the solved rotations (0: none); refine, Exact Effectors (None: the body's
+    setting); follow_path: solve the range as one path (models.ik.path.PathFollower: one
+    latent for every frame, each frame blended toward the one before by path_smoothness, mu
+    in [0, PATH_SMOOTHNESS_MAX]; always exact effectors, needs the generative weights)."""
+
+    frame_start: int
+    frame_end: int
+    smoothing: float = 0.0
+    refine: bool = None
+    follow_path: bool = False
+    path_smoothness: float = 0.5
+
+
+def _check_bake(arm, options):
+    if options.frame_end < options.frame_start:
+        raise SmplIkError(f"the bake range {options.frame_start}-{options.frame_end} is empty")
     if not effectors_of(arm):
         raise SmplIkError(f"{arm.name}: no enabled effectors to bake from")
-    frame_numbers = list(range(frame_start, frame_end + 1))
+    if options.follow_path:
+        mu = options.path_smoothness
+        if not (math.isfinite(mu) and 0.0 <= mu <= PATH_SMOOTHNESS_MAX):
+            raise SmplIkError(f"the path smoothness must be a number from 0 to {PATH_SMOOTHNESS_MAX:g}, got {mu:g}")
+        require_flow(arm, "Follow Path")
+
+
+def bake_steps(context, arm, options):
+    """Generator: solve every frame of options (a BakeOptions) from the (animated) effectors,
+    yielding the fraction done, then key the armature and return a Baked (the generator's
+    StopIteration value). Plant Feet keeps the feet of the frame before (the first frame: of
+    the pose on screen). Stopping the generator early keys nothing and restores the frame.
+    SmplIkError for an empty range, no effectors, a bad path smoothness or (following a path)
+    no generative weights, before anything changes."""
+    _check_bake(arm, options)
+    scene = context.scene
+    frame_numbers = list(range(options.frame_start, options.frame_end + 1))
     original_frame = scene.frame_current
-    use_refine = arm.smpl_ik.refine if refine is None else refine
+    use_refine = arm.smpl_ik.refine if options.refine is None else options.refine
+    follower = (PathFollower(load_smplik(), rest_joints(arm), smoothness=options.path_smoothness)
+                if options.follow_path else None)
     local, trans, missed = [], [], []
     live.suspended.append(True)
     try:
@@ -251,8 +458,12 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
             if not objs:
                 raise SmplIkError(f"{arm.name}: no enabled effectors at frame {frame}")
             try:
-                solution = solve_effectors(arm, objs, current_pose=(local[-1], trans[-1]) if local else None,
-                                           refine=use_refine)
+                if follower is None:
+                    solution = solve_effectors(arm, objs, current_pose=(local[-1], trans[-1]) if local else None,
+                                               refine=use_refine)
+                else:
+                    follower.options = refine_options(arm)   # the floor follows the body, as per frame
+                    solution = follower.step(core_effectors(arm, objs, all_hard=PREVIOUS_SOLVER))
             except SmplIkError as exc:
                 raise SmplIkError(f"frame {frame}: {exc}") from None
             local.append(solution.local_rot)
@@ -260,7 +471,7 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
             if solution.misses:
                 missed.append((frame, solution.misses[0]))
             yield (n + 1) / (len(frame_numbers) + 1)
-        local, trans = smooth_poses(np.array(local), np.array(trans), smoothing)
+        local, trans = smooth_poses(np.array(local), np.array(trans), options.smoothing)
         axes = bridge.bone_axes(arm)
         for frame, rot, tr in zip(frame_numbers, local, trans):
             bridge.write_pose(arm, rot, tr, axes)
@@ -269,7 +480,8 @@ def bake_steps(context, arm, frame_start, frame_end, smoothing=0.0, refine=None)
         live.suspended.pop()
         scene.frame_set(original_frame)
     live.mark_solved(arm, effectors_of(arm))
-    return Baked(frame_start, frame_end, tuple(missed))
+    restart_alternatives(arm)
+    return Baked(options.frame_start, options.frame_end, tuple(missed))
 
 
 def register():
@@ -287,3 +499,5 @@ def unregister():
     live.solved.clear()
     live.unmet.clear()
     live.reprime.clear()
+    live.last.clear()
+    live.alternatives.clear()

@@ -115,6 +115,7 @@ def test_without_plant_feet_the_same_drag_turns_the_feet(posed):
     of the pinned ankles move by centimetres."""
     arm, effs = posed
     arm.smpl_ik.plant_feet = False
+    arm.smpl_ik.keep_pose = False   # Keep Pose While Dragging holds the feet as well (the pose's latent)
     forward, up, _ = body_directions(arm)
     before = contact_heights(arm)
     effs["left_wrist"].location += Vector((forward + up) * 0.1)
