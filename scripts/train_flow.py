@@ -28,7 +28,7 @@ from models.body.model import load_body_model  # noqa: E402
 from models.core.skeleton import MIRROR, NUM_JOINTS  # noqa: E402
 from models.ik.cost import Segments  # noqa: E402
 from models.ik.effectors import EncodedEffectors  # noqa: E402
-from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow  # noqa: E402
+from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, file_sha256  # noqa: E402
 from models.ik.nn import prepare  # noqa: E402
 from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
 from models.training.flow import PoseFlowTorch, TorchCost  # noqa: E402
@@ -128,7 +128,7 @@ def main(argv=None):
     base = SmplIkTorch()
     initialise(base, args.base)
     base.requires_grad_(False)
-    flow = PoseFlowTorch()
+    flow = PoseFlowTorch(base_sha256=file_sha256(args.base))
     before = initialise(flow, args.init) if args.init else None
     if before is None:
         flow.prior.mean, flow.prior.std = pose_statistics(train_set)

@@ -18,6 +18,9 @@ log-scales. This gives, from one network:
 The last layer of every coupling starts at zero, so an untrained flow is the identity and its
 origin is exactly the deterministic network's answer.
 """
+import hashlib
+from pathlib import Path
+
 import numpy as np
 
 from ..core.errors import SmplIkError
@@ -84,6 +87,12 @@ class PoseFlow:
             z = (z - t) * np.exp(-s)
             logdet += s.sum(-1)
         return z, logdet
+
+
+def file_sha256(path):
+    """The hex SHA-256 of a file's bytes: a flow's config names the deterministic weights it
+    was trained over (`base_sha256`), since its residuals mean nothing over another network."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def check_samples(count, temperature, limit=1000):

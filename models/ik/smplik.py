@@ -24,7 +24,7 @@ from ..core.kinematics import forward_kinematics, world_to_local
 from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, rot6d_to_matrix
 from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions
-from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples
+from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 
 ARCH = "smplik-v2"
@@ -167,9 +167,19 @@ class SmplIk:
     @classmethod
     def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, flow_path=DEFAULT_FLOW_WEIGHTS):
         """flow_path: the generative weights (`flow.py`), loaded when the file exists (None:
-        none); without them only mode="deterministic" solves."""
-        flow = PoseFlow.load(flow_path) if flow_path is not None and Path(flow_path).exists() else None
-        return cls(*load_weights(path, ARCH, expected_shapes), symmetric=symmetric, flow=flow)
+        none) and was trained over these weights (the shipped flow is left out for others; a
+        flow_path you name that does not fit is refused); without a flow only
+        mode="deterministic" solves."""
+        params, config = load_weights(path, ARCH, expected_shapes)
+        flow = None
+        if flow_path is not None and Path(flow_path).exists():
+            flow = PoseFlow.load(flow_path)
+            base = flow.config.get("base_sha256")
+            if base is not None and base != file_sha256(path):
+                if Path(flow_path) != DEFAULT_FLOW_WEIGHTS:
+                    raise SmplIkError(f"{flow_path}: this flow was trained over other deterministic weights than {path}")
+                flow = None   # the shipped flow belongs to the shipped network, not to these weights
+        return cls(params, config, symmetric=symmetric, flow=flow)
 
     def network(self, x, features=False):
         """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32; with features,
@@ -216,8 +226,8 @@ class SmplIk:
 
     def _condition(self, encoded, rest):
         if self.flow is None:
-            raise SmplIkError(f"no generative weights ({DEFAULT_FLOW_WEIGHTS} is missing): "
-                              "only the deterministic solve is available")
+            raise SmplIkError(f"no generative weights for these SMPL-IK weights ({DEFAULT_FLOW_WEIGHTS} is missing "
+                              "or belongs to other weights): only the deterministic solve is available")
         det, trans, hidden = self.predict(encoded, rest, features=True)
         return det, trans, self.flow.context(hidden)
 
@@ -231,7 +241,7 @@ class SmplIk:
     def _latent(self, condition, local_rot):
         det, _, context = condition
         x = matrix_to_axis_angle(np.swapaxes(det, -1, -2) @ np.asarray(local_rot, dtype=np.float64))
-        return self.flow.inverse(x.reshape(len(x), -1), context)[0]
+        return self.flow.inverse(x.reshape(len(x), -1), np.broadcast_to(context, (len(x), context.shape[-1])))[0]
 
     def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None, warm_start=False,
               mode=None, keep=None):
@@ -286,8 +296,10 @@ class SmplIk:
         """`count` alternative poses for the same effectors, in one batched pass of the
         networks: latents drawn from N(0, temperature^2) (seed: an int for a repeatable set;
         temperature 0 gives the natural pose every time; the default suits most problems), decoded and, with refine, each made
-        to meet the effectors (as `solve`). Returns a list of IkSolution, each with its latent."""
-        from .refine import RefineOptions, refine_many
+        to meet the effectors (as `solve`; a sample whose refinement stalls short of a pin is
+        refined again from nearer the natural pose). Returns a list of IkSolution, each with
+        the latent of its refined pose (keep= it to carry it on)."""
+        from .refine import RefineOptions, refine_many, refine_pose
 
         t = check_samples(count, temperature)
         options = RefineOptions() if options is None else options
@@ -302,9 +314,20 @@ class SmplIk:
         extra = self._planted(effectors, rest[0], options, current_pose)
         out = []
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, options)):
-            out.append(IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
-                                  errors=refined.errors[:len(effectors)], misses=refined.misses, latent=latents[0, k]))
-        return out
+            for shrink in SAMPLE_RETRIES:
+                if not any(not m.soft for m in refined.misses):
+                    break
+                # from some starts the refinement stalls (a limb folded against its range): try
+                # again nearer the natural pose, which the same pins reach
+                retry = latents[0, k] * shrink
+                again = refine_pose(*(x[0, 0] for x in self._decode(condition, retry[None, None])), rest[0],
+                                    effectors + extra, options)
+                if _miss_total(again) < _miss_total(refined):
+                    refined = again
+            out.append(refined)
+        final = self._latent(condition, np.stack([r.local_rot for r in out]))
+        return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
+                           misses=r.misses, latent=final[k]) for k, r in enumerate(out)]
 
     @staticmethod
     def _planted(effectors, rest, options, current_pose):
@@ -360,6 +383,7 @@ class SmplIk:
 
 
 MODES = ("deterministic", "natural")
+SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from
 DEFAULT_MODE = "deterministic"   # the baseline, until the natural pose beats it on every benchmark figure
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer

@@ -45,10 +45,10 @@ def joint_masks(couplings, seed=0):
 
 
 class PoseFlowTorch(nn.Module):
-    def __init__(self, base_width=512, context=128, hidden=256, couplings=8, seed=0):
+    def __init__(self, base_width=512, context=128, hidden=256, couplings=8, seed=0, base_sha256=None):
         super().__init__()
         self.config = {"arch": ARCH, "base_width": base_width, "context": context, "hidden": hidden,
-                       "couplings": couplings}
+                       "couplings": couplings, "base_sha256": base_sha256}
         self.context = nn.Linear(base_width, context)
         self.couplings = nn.ModuleList(Coupling(context, hidden) for _ in range(couplings))
         self.register_buffer("masks", joint_masks(couplings, seed))

