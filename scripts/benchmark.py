@@ -35,7 +35,10 @@ pose refined as the add-on solves:
                  wrist (soft) moves 1 cm a step forward and up, 30 steps, from 12 poses; the
                  mean per-step jump of the joints without an effector and the largest foot
                  lift, re-solved by the deterministic network, warm-started from the pose
-                 before, and with the latent kept (jump_mm_*, foot_lift_mm_*)
+                 before, and with the latent kept (jump_mm_*, foot_lift_mm_*); and
+                 following a path (models.ik.path) on the six points held still with 1 cm of
+                 jitter, 30 frames, the per-frame jump at smoothness 0 and 0.5
+                 (follow_jump_mm_mu0, follow_jump_mm_mu05)
 SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
 inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
@@ -370,6 +373,7 @@ def path_figures(net, rest, pos, rng, starts, steps):
     joints without an effector move, solved afresh by the deterministic network, warm-started
     from the pose before (the add-on's drag without the flow) and with the latent kept."""
     from models.ik.effectors import Effector as E
+    from models.ik.path import PathFollower
 
     wrist = SIX_POINTS.index(JOINT_INDEX["left_wrist"])
     free = [j for j in range(24) if j not in SIX_POINTS]
@@ -401,7 +405,17 @@ def path_figures(net, rest, pos, rng, starts, steps):
                 jumps[mode].append(np.linalg.norm(now.positions[free] - prev.positions[free], axis=-1).mean())
                 lift[mode] = max(lift[mode], np.abs(now.positions[feet, 1] - y0).max())
                 prev = now
-    return {**{f"jump_mm_{m}": float(np.mean(v) * 1e3) for m, v in jumps.items()},
+    # following a path: pins held still with 1 cm of jitter, 30 frames, smoothness 0 and 0.5
+    follow = {}
+    noise = np.random.default_rng(3).normal(scale=0.01, size=(steps,) + pos.shape[1:])
+    for mu in (0.0, 0.5):
+        moves = []
+        for i in np.sort(rng.choice(len(pos), min(starts, len(pos)), replace=False))[:4]:
+            follower = PathFollower(net, rest[i], smoothness=mu)
+            track = np.stack([follower.step(six_point_effectors(pos[i] + noise[t])).positions for t in range(steps)])
+            moves.append(np.linalg.norm(np.diff(track[:, free], axis=0), axis=-1).mean())
+        follow[f"follow_jump_mm_mu{mu:g}".replace(".", "")] = float(np.mean(moves) * 1e3)
+    return {**follow, **{f"jump_mm_{m}": float(np.mean(v) * 1e3) for m, v in jumps.items()},
             **{f"foot_lift_mm_{m}": lift[m] * 1e3 for m in lift},
             "ms_keep_median": statistics.median(ms_keep) * 1e3, "ms_keep_p90": float(np.percentile(ms_keep, 90) * 1e3),
             "starts": int(min(starts, len(pos))), "steps": steps}

@@ -3,18 +3,22 @@ trajectory tracking, on SMPL-IK's flow).
 
 Every frame decodes the same latent under that frame's effectors, so what the effectors leave
 free keeps one character along the whole range instead of being re-guessed per frame. The
-smoothness weight mu blends each frame's decoded pose toward the frame before (per joint, along
-the rotation between them) before the refinement makes the effectors exact: 0 takes each
-decoded pose as it is, values near 1 carry the previous frame forward and let only the
-refinement move it.
+smoothness weight mu (LOInK's) asks every joint without an effector to stay near
+(1 - mu) x its place in this frame's decoded pose + mu x its place on the frame before, as
+soft targets of the refinement below the effectors: the effectors stay exact; 0 takes each
+decoded pose as it is, values near 1 carry the previous frame forward as far as the
+effectors let.
 """
 import numpy as np
 
 from ..core.errors import SmplIkError
-from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
-from .effectors import encode_effectors
+from ..core.kinematics import forward_kinematics
+from ..core.skeleton import NUM_JOINTS, PARENTS
+from .effectors import Effector, EffectorKind, encode_effectors, joint_of
 from .flow import DIMS
 from .smplik import IkSolution
+
+STEADY_WEIGHT = 0.5   # the steadying targets' weight beside a soft effector's (1 by default)
 
 
 class PathFollower:
@@ -40,16 +44,25 @@ class PathFollower:
         self.previous = None
 
     def step(self, effectors):
+        effectors = list(effectors)
         rest = self.rest[None]
         condition = self.net._condition(encode_effectors(effectors), rest)
         local, trans = (x[0, 0] for x in self.net._decode(condition, self.latent[None, None]))
-        if self.previous is not None and self.mu > 0:
-            before = self.previous
-            local = local @ axis_angle_to_matrix(self.mu * matrix_to_axis_angle(np.swapaxes(local, -1, -2) @ before.local_rot))
-            trans = (1 - self.mu) * trans + self.mu * before.trans
         current = None if self.previous is None else (self.previous.local_rot, self.previous.trans)
-        refined, extra = self.net._refine(effectors, local, trans, self.rest, self.options, current, None)
+        steady = []
+        if self.previous is not None and self.mu > 0:
+            # every joint without an effector is drawn, softly, toward its blend of this frame's
+            # decoded place and the last frame's: the pins stay exact, the rest moves less
+            decoded = forward_kinematics(local, self.rest, PARENTS, trans).positions
+            pinned = {joint_of(e, n) for n, e in enumerate(effectors)}
+            goal = (1 - self.mu) * decoded + self.mu * self.previous.positions
+            steady = [Effector(j, EffectorKind.POSITION, tuple(goal[j]), weight=STEADY_WEIGHT, soft=True,
+                               tolerance=np.inf)
+                      for j in range(NUM_JOINTS) if j not in pinned]
+        refined, extra = self.net._refine(effectors + steady, local, trans, self.rest, self.options, current, None)
+        mine = len(effectors)
         self.previous = IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=self.rest,
-                                   errors=refined.errors[:len(refined.errors) - extra], misses=refined.misses,
+                                   errors=refined.errors[:mine],
+                                   misses=refined.misses,   # the steady targets have no tolerance to miss
                                    latent=self.latent)
         return self.previous

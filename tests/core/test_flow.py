@@ -280,3 +280,30 @@ def test_batched_refinement_meets_the_effectors_like_the_single_one(open_body, r
         for refined in out:
             angles = Rotation.from_matrix(refined.local_rot[JOINT_INDEX[lim.joint]]).as_euler(lim.order, degrees=True)
             assert np.all(angles >= np.array(lim.low) - 1e-6) and np.all(angles <= np.array(lim.high) + 1e-6)
+
+
+@SHIPPED
+def test_following_a_path_meets_every_frame_and_smoothness_steadies_it(shipped, held_out_poses):
+    from models.ik.path import PathFollower
+
+    _, rest, _, pos = held_out_poses
+    free = [j for j in range(NUM_JOINTS) if j not in (0, 20, 8)]
+    noise = np.random.default_rng(5).normal(scale=0.01, size=(30, 24, 3))
+    frames = [three_pins(pos[12] + noise[t]) for t in range(30)]   # pins held still, with 1 cm of jitter
+    jumps = {}
+    for mu in (0.0, 0.8):
+        follow = PathFollower(shipped, rest[0], smoothness=mu)
+        poses = []
+        for effectors in frames:
+            s = follow.step(effectors)
+            assert measured_effector_errors(effectors, s.local_rot, s.trans, rest[0]).max() < 1e-3
+            assert np.array_equal(s.latent, np.zeros(DIMS))   # one latent for the whole path
+            poses.append(s.positions)
+        poses = np.stack(poses)
+        jumps[mu] = np.linalg.norm(np.diff(poses[:, free], axis=0), axis=-1).mean()
+    assert jumps[0.8] < jumps[0.0]
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(SmplIkError, match="smoothness must be a number from 0"):
+            PathFollower(shipped, rest[0], smoothness=bad)
+    with pytest.raises(SmplIkError, match="72 finite numbers"):
+        PathFollower(shipped, rest[0], latent=np.zeros(5))
