@@ -277,6 +277,27 @@ def test_keep_pose_takes_the_pose_on_screen_after_an_edit_and_off_warm_starts(po
     assert np.abs(solution_world(arm, solution) - solution_world(arm, warm)).max() < 1e-6
 
 
+def test_without_generative_weights_a_drag_refines_the_pose_on_screen(posed, monkeypatch):
+    arm, effs = posed
+    reach_in(effs)
+    monkeypatch.setattr(net(), "flow", None)
+    arm.smpl_ik.live = False
+    wrist = effs["right_wrist"]
+    wrist.location += Vector((0.03, -0.03, 0.03))
+    update()
+    effectors_, rest, options, on_screen = core_problem(arm, dragged={wrist.name})
+    warm = net().solve(effectors_, rest, options=options, current_pose=on_screen, warm_start=True)
+    fresh = net().solve(effectors_, rest, options=options, current_pose=on_screen)
+    assert np.abs(solution_world(arm, warm) - solution_world(arm, fresh)).max() > 1e-4   # the two tell apart
+    arm.smpl_ik.live = True
+    wrist.location.z += 1e-3                     # a live drag step, Keep Pose on but no flow to keep with
+    update()
+    effectors_ = core_problem(arm, dragged={wrist.name})[0]
+    warm = net().solve(effectors_, rest, options=options, current_pose=on_screen, warm_start=True)
+    assert np.abs(world_joints(arm) - solution_world(arm, warm)).max() < 1e-4
+    assert worst_miss(arm) < MET
+
+
 # --- Follow Path bake -----------------------------------------------------------------------
 
 def animate_wrist(effs, frames=12):
@@ -288,6 +309,12 @@ def animate_wrist(effs, frames=12):
         wrist.location = start + Vector((-0.12 * t, -0.1 * np.sin(np.pi * t), 0.2 * t))
         wrist.keyframe_insert("location", frame=frame)
     return wrist
+
+
+def free_joint_jump(joints):
+    """Metres: the mean frame-to-frame move of the joints without effectors in (frames, 24, 3)."""
+    free = [JOINT_NAMES.index(n) for n in FREE]
+    return float(np.linalg.norm(np.diff(np.asarray(joints)[:, free], axis=0), axis=2).mean())
 
 
 def followed(arm, frames, smoothness):
@@ -327,6 +354,7 @@ def test_follow_path_bake_keys_every_frame_as_the_path_follower_solves_it(posed)
             baked[mu].append(world_joints(arm))
             assert np.abs(baked[mu][-1] - expected[k]).max() < 1e-4, (mu, frame)
     assert np.abs(np.array(baked[0.9]) - np.array(baked[0.0])).max() > 1e-3   # the smoothness is used
+    assert free_joint_jump(baked[0.9]) < free_joint_jump(baked[0.0])           # and steadies the free joints
 
 
 def test_follow_path_without_generative_weights_keys_nothing(posed, monkeypatch):
