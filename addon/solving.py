@@ -140,12 +140,14 @@ def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None, mode=
     if not keeping:
         return net.solve(effectors, rest, refine=refine, options=options, current_pose=current_pose,
                          warm_start=drag, mode=mode)
+    kept = kept_pose(arm, current_pose, rest)
     solution = net.solve(effectors, rest, refine=refine, options=options, current_pose=current_pose,
-                         mode="natural", keep=kept_pose(arm, current_pose, rest))
-    if refine and solution.misses:
+                         mode="natural", keep=kept)
+    if refine and solution.misses and not getattr(kept, "misses", ()):
         # the kept pose, decoded under the moved effectors, can stall short of a target that
-        # small steps from the pose on screen reach (a floor in the way): take those when
-        # they clearly miss less
+        # small steps from the pose on screen reach (a floor in the way): take those when they
+        # clearly miss less. Tried only when the drag starts to miss (a drag that stays out of
+        # reach would pay for two solves a step, and the two go as far as each other there)
         warm = net.solve(effectors, rest, refine=refine, options=options, current_pose=current_pose,
                          warm_start=True, mode=mode)
         if miss_total(warm) < miss_total(solution) - KEEP_MARGIN:
