@@ -8,8 +8,8 @@ fixed: it gives each problem its answer D and the condition (its last hidden lay
 flow learns the residual rotations from D to the true pose (models/ik/flow.py). The loss is
 the flow's negative log-likelihood of the true residuals (with --noise), plus, at the latent origin, the
 deterministic trainer's loss (rotations, joints, effectors) and --cost-weight times the cost J
-(models/ik/cost.py), so the origin decodes a low-cost pose that fits, and --sample-weight
-times the effector error of samples, so alternatives start near the effectors. Poses, bodies and
+(models/ik/cost.py), so the origin decodes a low-cost pose that fits (and, off by default,
+--sample-weight times the effector error of samples). Poses, bodies and
 augmentation are the deterministic trainer's (scripts/train_smplik.py); effector sets are
 3-16, half in SMPL-IK's protocol (kinds equally likely, at least three positions), a quarter
 of all sets the six points.
@@ -114,8 +114,9 @@ def main(argv=None):
                     help="weight of the origin's fit (the deterministic trainer's loss) (default 1)")
     ap.add_argument("--cost-weight", type=float, default=0.003,
                     help="weight of the origin's cost J (default 0.003)")
-    ap.add_argument("--sample-weight", type=float, default=0.3,
-                    help="weight of the effector error of samples drawn at DEFAULT_TEMPERATURE (default 0.3)")
+    ap.add_argument("--sample-weight", type=float, default=0.0,
+                    help="weight of the effector error of samples drawn at the default temperature "
+                         "(default 0: at 0.3 it collapsed the alternatives' spread, see the weights' record)")
     ap.add_argument("--noise", type=float, default=0.02,
                     help="radians of Gaussian noise on the true residuals (default 0.02): joints the "
                          "network always gets right (the capture does not move the hands) would "

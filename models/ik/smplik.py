@@ -271,8 +271,8 @@ class SmplIk:
         generative = mode == "natural" or keep is not None
         condition = self._condition(encoded, rest) if generative else None
         if keep is not None:
-            latent = self._keep_latent(keep, condition)
-            local, trans = (x[0, 0] for x in self._decode(condition, latent[:, None]))
+            latent, trans = self._keep_latent(keep, condition)
+            local = self._decode(condition, latent[:, None])[0][0, 0]   # the kept pose's place, its latent's rotations
         elif warm_start and refine and current_pose is not None:
             local, trans = _pose_arrays(current_pose, "current_pose")
         elif mode == "natural":
@@ -287,6 +287,13 @@ class SmplIk:
             fallback = ((lambda: [x[0, 0] for x in self._decode(condition, np.zeros((1, 1, DIMS)))])
                         if mode == "natural" else (lambda: [x[0] for x in self.predict(encoded, rest)]))
         refined, extra = self._refine(effectors, local, trans, rest[0], options, current_pose, fallback)
+        if generative and any(not m.soft for m in refined.misses):
+            # the refinement stalled short of a pin (a limb folded against its range): the
+            # network's own guess may reach it
+            again, _ = self._refine(effectors, *(x[0] for x in self.predict(encoded, rest)), rest[0], options,
+                                    current_pose, None)
+            if _miss_total(again) < _miss_total(refined):
+                refined = again
         latent = self._latent(condition, refined.local_rot[None])[0] if generative else None
         return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
                           errors=refined.errors[:len(refined.errors) - extra], misses=refined.misses, latent=latent)
@@ -304,7 +311,8 @@ class SmplIk:
         t = check_samples(count, temperature)
         options = RefineOptions() if options is None else options
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
-        condition = self._condition(encode_effectors(effectors), rest)
+        encoded = encode_effectors(effectors)
+        condition = self._condition(encoded, rest)
         latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
         local, trans = (x[0] for x in self._decode(condition, latents))
         if not refine:
@@ -314,14 +322,15 @@ class SmplIk:
         extra = self._planted(effectors, rest[0], options, current_pose)
         out = []
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, options)):
-            for shrink in SAMPLE_RETRIES:
+            # from some starts the refinement stalls (a limb folded against its range): try again
+            # nearer the natural pose, which the same pins reach, and last from the network's guess
+            starts = [latents[0, k] * shrink for shrink in SAMPLE_RETRIES] + [None]
+            for retry in starts:
                 if not any(not m.soft for m in refined.misses):
                     break
-                # from some starts the refinement stalls (a limb folded against its range): try
-                # again nearer the natural pose, which the same pins reach
-                retry = latents[0, k] * shrink
-                again = refine_pose(*(x[0, 0] for x in self._decode(condition, retry[None, None])), rest[0],
-                                    effectors + extra, options)
+                start = ([x[0] for x in self.predict(encoded, rest)] if retry is None else
+                         [x[0, 0] for x in self._decode(condition, retry[None, None])])
+                again = refine_pose(*start, rest[0], effectors + extra, options)
                 if _miss_total(again) < _miss_total(refined):
                     refined = again
             out.append(refined)
@@ -344,10 +353,10 @@ class SmplIk:
             latent = np.asarray(keep.latent, dtype=np.float64)
             if latent.shape != (DIMS,) or not np.all(np.isfinite(latent)):
                 raise SmplIkError(f"keep's latent must be {DIMS} finite numbers; got shape {latent.shape}")
-            return latent[None]
+            return latent[None], np.asarray(keep.trans, dtype=np.float64)
         pose = (keep.local_rot, keep.trans) if isinstance(keep, IkSolution) else keep
-        local, _ = _pose_arrays(pose, "keep")
-        return self._latent(condition, local[None])
+        local, trans = _pose_arrays(pose, "keep")
+        return self._latent(condition, local[None]), trans
 
     def _refine(self, effectors, local, trans, rest, options, current_pose, fallback):
         """Refine from (local, trans); with `fallback` (a call giving another starting pose),
