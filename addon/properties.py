@@ -10,6 +10,7 @@ from bpy.props import (
 )
 
 from ..models.body.model import NUM_BETAS
+from ..models.ik.flow import DEFAULT_TEMPERATURE
 from ..models.core.errors import SmplIkError
 from .body_object import SHAPE_KEY_RANGE, apply_shape
 
@@ -71,7 +72,7 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
     alternatives_count: IntProperty(name="Alternatives", default=8, soft_min=2, soft_max=32,
                                     description="How many alternative poses Next and Previous step through "
                                                 "(2 to 32)")
-    variation: FloatProperty(name="Variation", default=1.0, soft_min=0.0, soft_max=2.0, precision=2,
+    variation: FloatProperty(name="Variation", default=DEFAULT_TEMPERATURE, soft_min=0.0, soft_max=2.0, precision=2,
                              description="How far the alternatives may stray from the natural pose (the "
                                          "sampling temperature, 0 to 2; 0: every one is the natural pose)")
     alternative_index: IntProperty(default=0, options={"HIDDEN"},
