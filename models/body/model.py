@@ -10,6 +10,11 @@ import functools
 import io
 import os
 import pickle
+import re
+import struct
+import tokenize
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +59,10 @@ class _SparseMatrix:
 
     def to_dense(self):
         s = self.state
-        shape = tuple(s.get("_shape") or s.get("shape"))
-        data, indices, indptr = (np.asarray(s[k]) for k in ("data", "indices", "indptr"))
+        shape = tuple(int(n) for n in (s.get("_shape") or s.get("shape")))
+        data, indices, indptr = (np.asarray(_plain(s[k])) for k in ("data", "indices", "indptr"))
+        if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or data.dtype.kind not in "biuf":
+            raise TypeError("the sparse matrix's arrays are not numbers")
         dense = np.zeros(shape, dtype=np.float64)
         outer = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
         if self.fmt == "csc":
@@ -73,13 +80,88 @@ class _CSR(_SparseMatrix):
     fmt = "csr"
 
 
+# numpy's own unpickling hands a pickled dtype's state (byte order, fields, sizes, flags) to
+# its C code unchecked, and damaged state crashes the interpreter (found by the readers'
+# property tests). So arrays, dtypes and scalars are stood in for here: only a dtype's type
+# code and byte order are kept, and arrays of plain numbers or text are built from their
+# shape and bytes with np.frombuffer. Anything else (object arrays) reads as unreadable,
+# which matters only when a body array is one.
+_PLAIN_CODE = re.compile(r"[biufUS]\d{1,3}")
+
+
+class _PickledDtype:
+    def __init__(self, code=None, align=False, copy=True):
+        self.code, self.order = code, "="
+
+    def __setstate__(self, state):
+        if isinstance(state, tuple) and len(state) > 1 and state[1] in ("<", ">", "|", "="):
+            self.order = state[1]
+
+    def to_numpy(self):
+        if not isinstance(self.code, str) or not _PLAIN_CODE.fullmatch(self.code):
+            raise ValueError(f"an array of {self.code!r} values, not plain numbers")
+        dtype = np.dtype(self.code)
+        return dtype.newbyteorder(self.order) if self.order in "<>" else dtype
+
+
+class _PickledArray:
+    value = None
+    error = "an array without data"
+
+    def __setstate__(self, state):
+        try:
+            self.value, self.error = _array_from_state(state), None
+        except (TypeError, ValueError, OverflowError, MemoryError) as exc:
+            self.value, self.error = None, str(exc)
+
+
+def _array_from_state(state):
+    """An ndarray from a pickled ndarray's state (version, shape, dtype, fortran, data)."""
+    if not isinstance(state, tuple) or len(state) not in (4, 5):
+        raise ValueError("not an array's pickled state")
+    shape, dtype, fortran, data = state[-4:]
+    if not isinstance(dtype, _PickledDtype):
+        raise ValueError("an array without a dtype")
+    dtype = dtype.to_numpy()
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and 0 <= n < 2 ** 40 for n in shape):
+        raise ValueError(f"an array of shape {shape!r}")
+    if isinstance(data, str):   # Python 2 pickles: bytes as latin-1 text
+        data = data.encode("latin-1")
+    if not isinstance(data, (bytes, bytearray)):
+        raise ValueError("an array whose data are not bytes")
+    count = 1
+    for n in shape:
+        count *= n
+    if len(data) != count * dtype.itemsize:
+        raise ValueError(f"an array of shape {shape} with {len(data)} bytes of {dtype}")
+    array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return array.astype(dtype.newbyteorder("="))   # a writable copy in native byte order
+
+
+def _reconstruct(cls, *args):
+    if cls is not _PickledArray:
+        raise pickle.UnpicklingError("refusing to reconstruct anything but a numpy array")
+    return _PickledArray()
+
+
+def _scalar(dtype, data=None):
+    if not isinstance(dtype, _PickledDtype):
+        raise pickle.UnpicklingError("a numpy scalar without a dtype")
+    try:
+        return _array_from_state((1, (), dtype, False, data))[()]
+    except ValueError:
+        return None   # a scalar we do not read (an object); no body array is one
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     """Loads official SMPL-family pickles while refusing to import anything else."""
 
+    _STAND_INS = {
+        ("numpy.core.multiarray", "_reconstruct"): _reconstruct, ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+        ("numpy.core.multiarray", "scalar"): _scalar, ("numpy._core.multiarray", "scalar"): _scalar,
+        ("numpy", "ndarray"): _PickledArray, ("numpy", "dtype"): _PickledDtype,
+    }
     _ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-        ("numpy", "ndarray"), ("numpy", "dtype"),
         ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("builtins", "object"),
         ("builtins", "set"), ("builtins", "frozenset"),
         ("_codecs", "encode"),  # how protocol-2 pickles written by Python 3 store bytes
@@ -92,51 +174,116 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return _ChumpyArray
         if module.startswith("scipy.sparse") and name in ("csc_matrix", "csr_matrix"):
             return _CSC if name == "csc_matrix" else _CSR
+        if (module, name) in self._STAND_INS:
+            return self._STAND_INS[(module, name)]
         if (module, name) in self._ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
 def _plain(value):
+    """A pickled value as numpy data: chumpy and sparse stand-ins give their arrays."""
     if isinstance(value, _ChumpyArray):
-        return value.value
+        value = value.value
     if isinstance(value, _SparseMatrix):
         return value.to_dense()
+    if isinstance(value, _PickledArray):
+        if value.error:
+            raise ValueError(value.error)
+        return value.value
     return value
+
+
+# What numpy and zipfile raise for a damaged .npz: not a zip archive, a damaged member or
+# array header (ValueError, EOFError, zlib and struct errors, a CRC mismatch; numpy's
+# Python 2 header fallback lets SyntaxError and tokenize's TokenError through), a member
+# compressed or flagged encrypted in a way zipfile cannot read (NotImplementedError,
+# RuntimeError), or a header asking for an array larger than memory.
+NPZ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, struct.error,
+              SyntaxError, tokenize.TokenError, NotImplementedError, RuntimeError, MemoryError,
+              OverflowError)
+# What unpickling damaged bytes through the restricted unpickler can raise: besides the
+# unpickler's own errors, the few constructors it allows (numpy's array reconstruction,
+# copyreg, sets, codecs) fail with whatever their arguments provoke.
+PICKLE_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, LookupError,
+                 MemoryError, OverflowError, RecursionError, struct.error)
+
+
+def read_npz(path, keys, what="file"):
+    """{key: array} for those of `keys` an `.npz` file holds, read with allow_pickle=False.
+
+    A file that is not an `.npz` archive, or is damaged, raises SmplIkError naming the file
+    (and the array, when one array is at fault) and saying it is not a readable `what`.
+    """
+    path = Path(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except NPZ_ERRORS as exc:
+        if isinstance(exc, ValueError) and "pickled data" in str(exc):
+            raise SmplIkError(f"{path}: not a readable {what} (a pickle, not an .npz archive)") from None
+        raise SmplIkError(f"{path}: not a readable {what} ({_describe(exc)})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
+        raise SmplIkError(f"{path}: not a readable {what} (a single .npy array, not an .npz archive)")
+    with npz:
+        out = {}
+        for k in keys:
+            if k not in npz.files:
+                continue
+            try:
+                out[k] = npz[k]
+            except NPZ_ERRORS as exc:
+                if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
+                    raise SmplIkError(f"{path}: array '{k}' is stored as pickled objects") from None
+                raise SmplIkError(f"{path}: not a readable {what}: array '{k}' is damaged "
+                                  f"({_describe(exc)})") from None
+    return out
+
+
+def _describe(exc):
+    text = str(exc).strip()
+    text = text if len(text) < 160 else text[:157] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def read_body_arrays(path):
     """Read the arrays of an SMPL-family file (.npz or .pkl) into a dict of numpy arrays.
 
-    Only the arrays a body model needs (and the open body's landmarks) are read; a missing
-    or unreadable file raises SmplIkError naming it.
+    Only the arrays a body model needs (and the open body's landmarks) are read; a missing,
+    unreadable or damaged file raises SmplIkError naming it.
     """
     path = Path(path)
     if not path.is_file():
         raise SmplIkError(f"{path}: body model file not found")
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as npz:
-                keys = [k for k in REQUIRED_ARRAYS + ("landmark_names", "landmark_vertex_ids",
-                                                      "gender") if k in npz.files]
-                arrays = {k: npz[k] for k in keys}
-        elif suffix == ".pkl":
-            with open(path, "rb") as fh:
-                raw = _RestrictedUnpickler(io.BytesIO(fh.read()), encoding="latin1").load()
+    if suffix == ".npz":
+        try:
+            arrays = read_npz(path, REQUIRED_ARRAYS + ("landmark_names", "landmark_vertex_ids", "gender"),
+                              "body model file")
+        except SmplIkError as exc:
+            if "stored as pickled objects" in str(exc):
+                raise SmplIkError(f"{path}: a required array is stored as pickled objects") from None
+            raise
+    elif suffix == ".pkl":
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise SmplIkError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        try:
+            raw = _RestrictedUnpickler(io.BytesIO(raw), encoding="latin1").load()
             if not isinstance(raw, dict):
                 raise SmplIkError(f"{path}: expected a dictionary of arrays, found {type(raw).__name__}")
-            arrays = {k: _plain(v) for k, v in raw.items() if k in REQUIRED_ARRAYS}
-        else:
-            raise SmplIkError(f"{path}: unsupported body model format {suffix!r} (use .npz or .pkl)")
-    except SmplIkError:
-        raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise SmplIkError(f"{path}: a required array is stored as pickled objects") from None
-        raise SmplIkError(f"{path}: not a readable body model file ({exc})") from None
-    except Exception as exc:  # zip, pickle and I/O errors all mean the same to a user
-        raise SmplIkError(f"{path}: not a readable body model file ({type(exc).__name__}: {exc})") from None
+            arrays = {}
+            for k, v in raw.items():
+                if k in REQUIRED_ARRAYS:
+                    try:
+                        arrays[k] = _plain(v)
+                    except (KeyError, TypeError, ValueError, IndexError, AttributeError, MemoryError,
+                            OverflowError) as exc:
+                        raise SmplIkError(f"{path}: array '{k}' is not readable ({_describe(exc)})") from None
+        except PICKLE_ERRORS as exc:
+            raise SmplIkError(f"{path}: not a readable body model file ({_describe(exc)})") from None
+    else:
+        raise SmplIkError(f"{path}: unsupported body model format {suffix!r} (use .npz or .pkl)")
     missing = [k for k in REQUIRED_ARRAYS if k not in arrays or arrays[k] is None]
     if missing:
         raise SmplIkError(f"{path}: not an SMPL-family body model; missing arrays: {', '.join(missing)}")
@@ -152,9 +299,15 @@ def _check_shapes(path, a):
     numeric = {}
     for name in REQUIRED_ARRAYS:
         try:
-            numeric[name] = np.asarray(a[name], dtype=np.float64 if name != "f" else np.int64)
-        except (TypeError, ValueError):
+            value = np.asarray(a[name])
+        except (TypeError, ValueError, OverflowError):  # ragged lists, odd objects in a pickle
             fail(name, "is not numeric")
+        if value.dtype.kind not in "biuf":   # text, complex or objects are no body data
+            fail(name, f"is not numeric ({value.dtype})")
+        if name == "f" and value.dtype.kind == "f":
+            if not np.all(np.isfinite(value)) or np.any(value != np.round(value)):
+                fail(name, "holds vertex indices that are not whole numbers")
+        numeric[name] = value.astype(np.float64 if name != "f" else np.int64)
     a = numeric
     v = a["v_template"]
     if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4:
@@ -269,11 +422,8 @@ class BodyModel:
         if shapedirs.shape[2] < NUM_BETAS:  # fewer components: the rest are zero
             pad = np.zeros(shapedirs.shape[:2] + (NUM_BETAS - shapedirs.shape[2],))
             shapedirs = np.concatenate([shapedirs, pad], axis=2)
-        landmarks = {}
-        if "landmark_names" in arrays and "landmark_vertex_ids" in arrays:
-            landmarks = {str(n): int(i) for n, i in
-                         zip(arrays["landmark_names"], arrays["landmark_vertex_ids"])}
-        gender = str(arrays["gender"]) if "gender" in arrays else _gender_from_name(path)
+        landmarks = _landmarks(path, arrays, a["v_template"].shape[0])
+        gender = _gender(path, arrays["gender"]) if "gender" in arrays else _gender_from_name(path)
         return cls(
             path=path, kind=kind, v_template=a["v_template"], shapedirs=shapedirs,
             posedirs=None if not np.any(posedirs) else posedirs, J_regressor=jreg,
@@ -379,6 +529,33 @@ def relative_rotations(pose_rotvecs=None, rel_rotmats=None):
     if pose.shape[-2:] == (NUM_JOINTS, 3):
         return axis_angle_to_matrix(pose)
     raise SmplIkError(f"pose_rotvecs must have shape (..., 72) or (..., 24, 3); got {pose.shape}")
+
+
+def _landmarks(path, arrays, num_vertices):
+    """{name: vertex index} from the optional landmark arrays, checked."""
+    if "landmark_names" not in arrays or "landmark_vertex_ids" not in arrays:
+        return {}
+    names, ids = arrays["landmark_names"], arrays["landmark_vertex_ids"]
+    if names.ndim != 1 or names.dtype.kind not in "US":
+        raise SmplIkError(f"{path}: array 'landmark_names' should be a list of names, "
+                          f"found {names.dtype} of shape {names.shape}")
+    if ids.shape != names.shape or ids.dtype.kind not in "iu":
+        raise SmplIkError(f"{path}: array 'landmark_vertex_ids' should be {names.shape[0]} vertex "
+                          f"indices, found {ids.dtype} of shape {ids.shape}")
+    if ids.size and (ids.min() < 0 or ids.max() >= num_vertices):
+        raise SmplIkError(f"{path}: array 'landmark_vertex_ids' indexes vertices outside 0..{num_vertices - 1}")
+    return {n.decode("latin-1") if isinstance(n, bytes) else str(n): int(i) for n, i in zip(names.tolist(), ids.tolist())}
+
+
+def _gender(path, value):
+    """The body's gender from its optional 'gender' array."""
+    item = value.item() if value.shape == () and value.dtype.kind in "US" else None
+    if isinstance(item, bytes):
+        item = item.decode("latin-1")
+    if item is None or item.strip().lower() not in ("neutral", "male", "female"):
+        shown = repr(item) if item is not None else f"{value.dtype} of shape {value.shape}"
+        raise SmplIkError(f"{path}: array 'gender' is {shown}; expected neutral, male or female")
+    return item.strip().lower()
 
 
 def _gender_from_name(path):

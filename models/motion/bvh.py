@@ -119,9 +119,12 @@ def _numbers(path, line_no, tokens, count, what):
     if len(tokens) != count:
         _fail(path, line_no, f"{what} needs {count} numbers, found {len(tokens)}")
     try:
-        return [float(t) for t in tokens]
+        values = [float(t) for t in tokens]
     except ValueError:
         _fail(path, line_no, f"{what} has a value that is not a number: {' '.join(tokens)}")
+    if not all(np.isfinite(values)):
+        _fail(path, line_no, f"{what} has a value that is not a finite number: {' '.join(tokens)}")
+    return values
 
 
 def _parse_hierarchy(path, lines):
@@ -155,7 +158,10 @@ def _parse_hierarchy(path, lines):
         elif key == "END":
             if not stack or pending is not None:
                 _fail(path, n, "unexpected End Site here")
-            pending = (f"{names[stack[-1]]}{END_SITE_SUFFIX}", stack[-1], True)
+            name, k = f"{names[stack[-1]]}{END_SITE_SUFFIX}", 1
+            while name in names:   # a joint already has that name: keep names unique
+                name, k = f"{names[stack[-1]]}{END_SITE_SUFFIX}.{k}", k + 1
+            pending = (name, stack[-1], True)
         elif key == "{":
             opens = True
         elif key == "}":
@@ -277,10 +283,10 @@ def read_bvh(path):
         except ValueError:
             _fail(path, k, f"{key!r} is not a number: {value.strip()!r}")
     frame_count, frame_time = header["frames"], header["frame time"]
-    if frame_count != int(frame_count) or frame_count < 0:
+    if not np.isfinite(frame_count) or frame_count != int(frame_count) or frame_count < 0:
         _fail(path, k - 1, f"Frames must be a whole number, found {frame_count:g}")
-    if not (frame_time > 0 and np.isfinite(frame_time)):
-        _fail(path, k, f"Frame Time must be positive, found {frame_time:g}")
+    if not (frame_time > 0 and np.isfinite(frame_time) and np.isfinite(1.0 / frame_time)):
+        _fail(path, k, f"Frame Time must be a positive number of seconds, found {frame_time:g}")
     frame_count = int(frame_count)
     # byte offset of the first data line
     offset = motion_at

@@ -1,9 +1,17 @@
 """Map a humanoid skeleton's joints onto SMPL's 24, from names or from a JSON file.
 
-Conventions recognised by name: CMU ASF, MotionBuilder / Mixamo (with or without a
-`mixamorig:` prefix), 3ds Max style, Rigify `DEF-` bones, Unreal Mannequin, MakeHuman / anny,
-and SMPL's own names. Each source joint chosen for an SMPL joint is the one *located at* that
-joint (its OFFSET reaches it), so its rotation turns the segment that follows.
+Conventions recognised by name: CMU ASF, MotionBuilder / Mixamo / HumanIK, 3ds Max style,
+Blender's Rigify metarigs (human, basic human) and generated Rigify rigs (their `DEF-` bones),
+Unreal Engine 4 and 5 (Mannequin, Manny / Quinn), VRM (VRoid's `J_Bip_` bones and VRM's
+humanoid bone names), Character Creator / iClone (`CC_Base_`), Daz Genesis 3 / 8, MakeHuman /
+anny, and SMPL's own names. Names may carry a namespace: anything up to a `:` or `|`
+(`mixamorig:Hips`, `Armature|rig:Hips`) is ignored, and so is a prefix shared by the rig
+before a known name (`Character1_Hips`, `mixamorig_Hips`).
+
+Each source joint chosen for an SMPL joint is the one *located at* that joint (its OFFSET,
+or a bone's head, reaches it), so its rotation turns the segment that follows. Twist, roll,
+corrective and IK helper bones (`DEF-upper_arm.L.001`, `upperarm_twist_01_l`,
+`CC_Base_L_UpperarmTwist01`, `lShldrTwist`, `ik_hand_l`) are never chosen: they follow.
 """
 import json
 import re
@@ -83,13 +91,67 @@ CONVENTIONS = {
         "{side}_elbow": ["def-forearm.{L}"], "{side}_wrist": ["def-hand.{L}"],
         "{side}_hand": ["def-f_middle.01.{L}"],
     }),
+    "rigify_metarig": _sided({
+        # Blender's human and basic human metarigs: `spine` starts at the hips, `spine.003`
+        # carries the shoulders, `spine.004` starts the neck, `spine.006` is the head
+        "pelvis": ["spine"], "spine1": ["spine.001"], "spine2": ["spine.002"],
+        "spine3": ["spine.003"], "neck": ["spine.004"], "head": ["spine.006"],
+        "{side}_hip": ["thigh.{L}"], "{side}_knee": ["shin.{L}"], "{side}_ankle": ["foot.{L}"],
+        "{side}_foot": ["toe.{L}"], "{side}_collar": ["shoulder.{L}"],
+        "{side}_shoulder": ["upper_arm.{L}"], "{side}_elbow": ["forearm.{L}"],
+        "{side}_wrist": ["hand.{L}"], "{side}_hand": ["f_middle.01.{L}"],
+    }),
     "unreal": _sided({
-        "pelvis": ["pelvis"], "spine1": ["spine_01"], "spine2": ["spine_02"],
-        "spine3": ["spine_03"], "neck": ["neck_01"], "head": ["head"],
+        # UE5 Manny / Quinn carry the clavicles on spine_05, UE4's Mannequin on spine_03:
+        # spine3 is taken first, so spine2 gets spine_03 only where spine_05 exists
+        "pelvis": ["pelvis"], "spine3": ["spine_05", "spine_03"], "spine2": ["spine_03", "spine_02"],
+        "spine1": ["spine_01"], "neck": ["neck_01"], "head": ["head"],
         "{side}_hip": ["thigh_{l}"], "{side}_knee": ["calf_{l}"], "{side}_ankle": ["foot_{l}"],
         "{side}_foot": ["ball_{l}"], "{side}_collar": ["clavicle_{l}"],
         "{side}_shoulder": ["upperarm_{l}"], "{side}_elbow": ["lowerarm_{l}"],
         "{side}_wrist": ["hand_{l}"], "{side}_hand": ["middle_01_{l}"],
+    }),
+    "vroid": _sided({
+        "pelvis": ["j_bip_c_hips"], "spine1": ["j_bip_c_spine"], "spine3": ["j_bip_c_upperchest", "j_bip_c_chest"],
+        "spine2": ["j_bip_c_chest"], "neck": ["j_bip_c_neck"], "head": ["j_bip_c_head"],
+        "{side}_hip": ["j_bip_{L}_upperleg"], "{side}_knee": ["j_bip_{L}_lowerleg"],
+        "{side}_ankle": ["j_bip_{L}_foot"], "{side}_foot": ["j_bip_{L}_toebase"],
+        "{side}_collar": ["j_bip_{L}_shoulder"], "{side}_shoulder": ["j_bip_{L}_upperarm"],
+        "{side}_elbow": ["j_bip_{L}_lowerarm"], "{side}_wrist": ["j_bip_{L}_hand"],
+        "{side}_hand": ["j_bip_{L}_middle1"],
+    }),
+    "vrm": _sided({
+        # VRM's humanoid bone names; upperChest is optional there, and without it `chest`
+        # carries the shoulders (spine3) and spine2 is placed along the spine
+        "pelvis": ["hips"], "spine1": ["spine"], "spine3": ["upperchest", "chest"], "spine2": ["chest"],
+        "neck": ["neck"], "head": ["head"],
+        "{side}_hip": ["{left}upperleg"], "{side}_knee": ["{left}lowerleg"],
+        "{side}_ankle": ["{left}foot"], "{side}_foot": ["{left}toes"],
+        "{side}_collar": ["{left}shoulder"], "{side}_shoulder": ["{left}upperarm"],
+        "{side}_elbow": ["{left}lowerarm"], "{side}_wrist": ["{left}hand"],
+        "{side}_hand": ["{left}middleproximal"],
+    }),
+    "character_creator": _sided({
+        # CC_Base_Hip turns legs and spine together (CC_Base_Pelvis, at the same place,
+        # only the legs); the twist and ShareBone helpers follow
+        "pelvis": ["cc_base_hip"], "spine1": ["cc_base_waist"], "spine2": ["cc_base_spine01"],
+        "spine3": ["cc_base_spine02"], "neck": ["cc_base_necktwist01"], "head": ["cc_base_head"],
+        "{side}_hip": ["cc_base_{L}_thigh"], "{side}_knee": ["cc_base_{L}_calf"],
+        "{side}_ankle": ["cc_base_{L}_foot"], "{side}_foot": ["cc_base_{L}_toebase"],
+        "{side}_collar": ["cc_base_{L}_clavicle"], "{side}_shoulder": ["cc_base_{L}_upperarm"],
+        "{side}_elbow": ["cc_base_{L}_forearm"], "{side}_wrist": ["cc_base_{L}_hand"],
+        "{side}_hand": ["cc_base_{L}_mid1"],
+    }),
+    "daz_genesis": _sided({
+        # Genesis 3 / 8: `hip` turns legs and spine (`pelvis` only the legs); the Bend bones
+        # are the joints, their Twist bones follow; abdomenLower sits just above the hip and
+        # follows, abdomenUpper is at SMPL's spine1, chestUpper carries the collars
+        "pelvis": ["hip"], "spine1": ["abdomenupper"], "spine2": ["chestlower"],
+        "spine3": ["chestupper"], "neck": ["necklower"], "head": ["head"],
+        "{side}_hip": ["{l}thighbend"], "{side}_knee": ["{l}shin"], "{side}_ankle": ["{l}foot"],
+        "{side}_foot": ["{l}toe"], "{side}_collar": ["{l}collar"],
+        "{side}_shoulder": ["{l}shldrbend"], "{side}_elbow": ["{l}forearmbend"],
+        "{side}_wrist": ["{l}hand"], "{side}_hand": ["{l}mid1"],
     }),
     "makehuman": _sided({
         "pelvis": ["root"], "spine1": ["spine03"], "spine2": ["spine02"], "spine3": ["spine01"],
@@ -104,8 +166,37 @@ CONVENTIONS = {
 
 
 def normalise(name):
-    """Lower-case, without a namespace ('mixamorig:Hips' -> 'hips') or surrounding spaces."""
-    return re.sub(r"^.*:", "", name.strip()).strip().lower()
+    """Lower-case, without a namespace (everything up to the last ':' or '|') or surrounding
+    spaces: 'mixamorig:Hips', 'Armature|rig:Hips' -> 'hips'."""
+    return re.sub(r"^.*[:|]", "", name.strip()).strip().lower()
+
+
+KNOWN_NAMES = frozenset(c.lower() for table in CONVENTIONS.values() for names in table.values() for c in names)
+PREFIX_ENDS = "_- "   # what a rig-wide name prefix ends with ('Character1_', 'mixamorig_')
+
+
+def _prefixes(normalised):
+    """'' and every prefix ending in one of PREFIX_ENDS that stands before a known name."""
+    found = set()
+    for n in normalised:
+        for k in range(1, len(n)):
+            if n[k - 1] in PREFIX_ENDS and n[k:] in KNOWN_NAMES:
+                found.add(n[:k])
+    return [""] + sorted(found, key=lambda p: (len(p), p))
+
+
+def _match(table, index):
+    """{smpl_joint: source index} for one convention; a source joint serves one SMPL joint,
+    taken in the table's order (so a table can prefer a name for one joint over another)."""
+    found, used = {}, set()
+    for joint, candidates in table.items():
+        for c in candidates:
+            i = index.get(c.lower())
+            if i is not None and i not in used:
+                found[joint] = i
+                used.add(i)
+                break
+    return found
 
 
 @dataclass(frozen=True)
@@ -130,20 +221,28 @@ def _explain(joint):
 
 
 def auto_mapping(names):
-    """Best name-based mapping over the known conventions (most SMPL joints found wins)."""
-    index = {}
-    for i, n in enumerate(names):
-        index.setdefault(normalise(n), i)
-    best, best_name, best_count = None, None, -1
-    for conv, table in CONVENTIONS.items():
-        found = {}
-        for joint, candidates in table.items():
-            for c in candidates:
-                if c.lower() in index:
-                    found[joint] = index[c.lower()]
-                    break
-        if len(found) > best_count:
-            best, best_name, best_count = found, conv, len(found)
+    """Best name-based mapping over the known conventions and name prefixes: the most SMPL
+    joints found wins; on a tie, no prefix before a prefix and the convention listed first.
+    A prefix counts only where the pelvis carries it too ('wing_l_hip' beside a bare
+    'pelvis' is a wing, not a namespaced hip).
+
+    Returns ({smpl_joint: index into names}, convention name); the name says the prefix
+    when one was stripped ("motionbuilder, prefix 'character1_'").
+    """
+    normalised = [normalise(n) for n in names]
+    best, best_name, best_count = {}, None, -1
+    for prefix in _prefixes(normalised):
+        index = {}
+        for i, n in enumerate(normalised):
+            if n.startswith(prefix):
+                index.setdefault(n[len(prefix):], i)
+        for conv, table in CONVENTIONS.items():
+            found = _match(table, index)
+            if prefix and "pelvis" not in found:
+                continue   # a namespace covers the whole body, its root included
+            if len(found) > best_count:
+                best, best_count = found, len(found)
+                best_name = f"{conv}, prefix {prefix!r}" if prefix else conv
     return best, best_name
 
 
@@ -187,14 +286,24 @@ def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_
 
 
 def load_overrides(path):
-    """Read a JSON mapping file {smpl_joint: source_name or null}."""
+    """Read a JSON mapping file {smpl_joint: source_name or null} (UTF-8). Raises SmplIkError
+    naming the file (and the line, for JSON that does not parse)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        raw = path.read_bytes()
     except OSError as exc:
         raise SmplIkError(f"{path}: cannot read the mapping file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SmplIkError(f"{path}:{line}: not a UTF-8 text file (byte {exc.start})") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SmplIkError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise SmplIkError(f"{path}: not a mapping: nested too deeply") from None
     if not isinstance(data, dict) or not all(isinstance(v, (str, type(None))) for v in data.values()):
         raise SmplIkError(f"{path}: expected an object {{\"smpl_joint\": \"source joint name\" or null}}")
     return data
