@@ -13,7 +13,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one core, as promised by the figures
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -23,6 +22,7 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from models.core.files import write_json  # noqa: E402
 from models.motion.batch import RetargetJob, run_job  # noqa: E402
 from models.body.model import load_body_model  # noqa: E402
 from models.motion.bvh import read_bvh  # noqa: E402
@@ -99,8 +99,7 @@ def main(argv=None):
     for r in report["folders"].values():   # the docs quote the worst measurement, so the JSON holds it
         shape = r["shape_inversion"]
         shape["length_error_pct_max"] = round(max(abs(m["length_ratio"] - 1) for m in shape["measurements"].values()) * 100, 2)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1) + "\n")
+    write_json(args.json, report)
     print(f"wrote {args.json}")
 
 

@@ -21,9 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
 
 import blender_session  # noqa: E402
 import fetch_wheels  # noqa: E402
+from models.core.files import write_json  # noqa: E402
 
 # Never copied into the staging folder (large, or not part of the extension).
 STAGE_IGNORE = shutil.ignore_patterns(".git", ".venv", "out", "dist", "wheels", "__pycache__",
@@ -105,8 +107,7 @@ def write_sizes(path, sizes, keep_others):
     if keep_others and path.exists():
         zips = json.loads(path.read_text()).get("zips", {})
     zips.update(sizes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"zips": dict(sorted(zips.items()))}, indent=1) + "\n")
+    write_json(path, {"zips": dict(sorted(zips.items()))})
 
 
 if __name__ == "__main__":
