@@ -28,7 +28,7 @@ from ..models.core.skeleton import JOINT_NAMES, MIRROR
 from ..models.ik.flow import DEFAULT_FLOW_WEIGHTS
 from ..models.ik.path import PathFollower
 from ..models.ik.refine import RefineOptions
-from ..models.ik.smplik import load_smplik
+from ..models.ik.smplik import load_smplik, miss_total
 from ..models.motion.temporal import smooth_poses
 from . import bridge, live
 from .body_object import body_model_of, is_body
@@ -153,12 +153,6 @@ def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None, mode=
         if miss_total(warm) < miss_total(solution) - KEEP_MARGIN:
             return warm
     return solution
-
-
-def miss_total(solution):
-    """A solution's misses as one number, hard ones first (a metre of hard miss outweighs any
-    soft one): metres or radians."""
-    return sum(m.error * (1.0 if m.soft else 1e3) for m in solution.misses)
 
 
 def _write_solution(arm, solution, signature):

@@ -148,17 +148,21 @@ def random_effectors(pos, world, rng):
         effs = []
         for i, j in enumerate(rng.permutation(24)[:k]):
             u = 0.0 if i == 0 else rng.random()
-            if u < 0.6:
-                effs.append(Effector(int(j), EffectorKind.POSITION, tuple(pos[n, j])))
-            elif u < 0.85:
-                effs.append(Effector(int(j), EffectorKind.ROTATION, world[n, j]))
-            else:
-                axis = rng.normal(size=3)
-                axis /= np.linalg.norm(axis)
-                effs.append(Effector(int(j), EffectorKind.LOOK_AT, tuple(pos[n, j] + world[n, j] @ axis * rng.uniform(0.3, 2)),
-                                     tuple(axis)))
+            effs.append(true_effector(0 if u < 0.6 else 1 if u < 0.85 else 2, int(j), pos[n], world[n], rng))
         sets.append(effs)
     return sets
+
+
+def true_effector(kind, j, pos, world, rng):
+    """An effector of kind 0 (position), 1 (rotation) or 2 (look-at: a random local axis, its
+    target 0.3-2 m along it) that joint j of a true pose (positions, world rotations) meets."""
+    if kind == 0:
+        return Effector(j, EffectorKind.POSITION, tuple(pos[j]))
+    if kind == 1:
+        return Effector(j, EffectorKind.ROTATION, world[j])
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    return Effector(j, EffectorKind.LOOK_AT, tuple(pos[j] + world[j] @ axis * rng.uniform(0.3, 2)), tuple(axis))
 
 
 def refined(local, trans, rest, sets, pos, gt_rot, network):
@@ -237,16 +241,7 @@ def protocol_effectors(pos, world, rng):
     for n in range(len(pos)):
         effs = []
         for i, j in enumerate(rng.permutation(24)[:rng.integers(3, 17)]):
-            kind = 0 if i < 3 else rng.integers(3)
-            if kind == 0:
-                effs.append(Effector(int(j), EffectorKind.POSITION, tuple(pos[n, j])))
-            elif kind == 1:
-                effs.append(Effector(int(j), EffectorKind.ROTATION, world[n, j]))
-            else:
-                axis = rng.normal(size=3)
-                axis /= np.linalg.norm(axis)
-                effs.append(Effector(int(j), EffectorKind.LOOK_AT, tuple(pos[n, j] + world[n, j] @ axis * rng.uniform(0.3, 2)),
-                                     tuple(axis)))
+            effs.append(true_effector(0 if i < 3 else int(rng.integers(3)), int(j), pos[n], world[n], rng))
         sets.append(effs)
     return sets
 

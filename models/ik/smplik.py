@@ -292,7 +292,7 @@ class SmplIk:
             # network's own guess may reach it
             again, _ = self._refine(effectors, *(x[0] for x in self.predict(encoded, rest)), rest[0], options,
                                     current_pose, None)
-            if _miss_total(again) < _miss_total(refined):
+            if miss_total(again) < miss_total(refined):
                 refined = again
         latent = self._latent(condition, refined.local_rot[None])[0] if generative else None
         return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
@@ -331,7 +331,7 @@ class SmplIk:
                 start = ([x[0] for x in self.predict(encoded, rest)] if retry is None else
                          [x[0, 0] for x in self._decode(condition, retry[None, None])])
                 again = refine_pose(*start, rest[0], effectors + extra, options)
-                if _miss_total(again) < _miss_total(refined):
+                if miss_total(again) < miss_total(refined):
                     refined = again
             out.append(refined)
         final = self._latent(condition, np.stack([r.local_rot for r in out]))
@@ -378,7 +378,7 @@ class SmplIk:
             if (not (~soft).any() or errors[~soft].max() < FALLBACK_PIN_ERROR) and \
                     errors[soft].sum() < refined.errors[soft].sum():
                 guessed = refine_pose(*guess, rest, effectors, replace(options, iterations=FALLBACK_ITERATIONS))
-                if not guessed.misses or _miss_total(guessed) < _miss_total(refined) - WARM_MARGIN:
+                if not guessed.misses or miss_total(guessed) < miss_total(refined) - WARM_MARGIN:
                     refined = guessed
         return refined, len(extra)
 
@@ -414,7 +414,7 @@ def _pose_arrays(pose, name):
     return local, trans
 
 
-def _miss_total(refined):
+def miss_total(refined):
     """A refined pose's misses as one number: hard ones first (a metre of hard miss outweighs
     any soft one), then soft."""
     return sum(m.error * (1.0 if m.soft else 1e3) for m in refined.misses)

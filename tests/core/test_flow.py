@@ -68,15 +68,20 @@ def test_inverse_undoes_forward(random_flow, rng):
     assert abs(np.linalg.slogdet(j)[1] - logdet[0]) < 1e-5
 
 
-def test_an_untrained_flow_decodes_the_deterministic_answer(open_body, rng, tmp_path):
+def untrained_net(folder):
+    """A small SmplIk with an untrained flow (the identity), both written to `folder` (s.npz, f.npz)."""
     from models.training.flow import PoseFlowTorch
     from models.training.smplik import SmplIkTorch
 
     base = SmplIkTorch(width=64, hidden=32, blocks=1)
-    save_weights(tmp_path / "s.npz", base.numpy_params(), base.config)
+    save_weights(folder / "s.npz", base.numpy_params(), base.config)
     flow = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=2)
-    save_weights(tmp_path / "f.npz", flow.numpy_params(), flow.config)
-    net = SmplIk.load(tmp_path / "s.npz", flow_path=tmp_path / "f.npz")
+    save_weights(folder / "f.npz", flow.numpy_params(), flow.config)
+    return SmplIk.load(folder / "s.npz", flow_path=folder / "f.npz")
+
+
+def test_an_untrained_flow_decodes_the_deterministic_answer(open_body, rng, tmp_path):
+    net = untrained_net(tmp_path)
     rest = open_body.rest_joints(np.zeros(10))
     effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
     det = net.solve(effectors, rest, refine=False, mode="deterministic")
@@ -216,14 +221,7 @@ def test_keep_carries_an_alternative_through_a_moved_target(shipped, held_out_po
 
 
 def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
-    from models.training.flow import PoseFlowTorch
-    from models.training.smplik import SmplIkTorch
-
-    base = SmplIkTorch(width=64, hidden=32, blocks=1)
-    save_weights(tmp_path / "s.npz", base.numpy_params(), base.config)
-    flow = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=2)
-    save_weights(tmp_path / "f.npz", flow.numpy_params(), flow.config)
-    net = SmplIk.load(tmp_path / "s.npz", flow_path=tmp_path / "f.npz")
+    net = untrained_net(tmp_path)
     rest = open_body.rest_joints(np.zeros(10))
     effectors = [Effector("pelvis", "position", (0, 0.9, 0))]
     for kwargs, message in ((dict(count=0), "count must be a whole number from 1 to 1000, not 0"),
