@@ -29,7 +29,16 @@ from ..core.skeleton import (
 )
 
 NUM_BETAS = 10
+GENDERS = ("neutral", "female", "male")
 OPEN_BODY_PATH = Path(__file__).resolve().parent / "open_smpl_neutral.npz"
+
+
+def open_body_path(gender="neutral"):
+    """The shipped open body of a gender (neutral, female or male)."""
+    key = str(gender).strip().lower()
+    if key not in GENDERS:
+        raise SmplIkError(f"unknown gender {gender!r}; expected one of {', '.join(GENDERS)}")
+    return OPEN_BODY_PATH.with_name(f"open_smpl_{key}.npz")
 REQUIRED_ARRAYS = ("v_template", "shapedirs", "posedirs", "J_regressor", "weights",
                    "kintree_table", "f")
 LANDMARK_NAMES = (
