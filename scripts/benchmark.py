@@ -1,9 +1,10 @@
 """Benchmark the learned IK against classical answers on motion capture, one thread.
 
     python scripts/benchmark.py --data DIR --json OUT [--max-frames N] [--held-out-only]
+                                [--body neutral|female|male|FILE]
 
 Every clip in DIR is retargeted with the motion code to get ground-truth SMPL poses on a
-fitted body; --max-frames samples N frames evenly across the clips (fixed seed). Methods:
+fitted body (the open body of --body's gender, or an SMPL-family FILE; default neutral); --max-frames samples N frames evenly across the clips (fixed seed). Methods:
   ikgat          IK-GAT: all 24 joint positions -> rotations (symmetric solve, the default);
                  ikgat_one_pass: one network pass, not symmetric (half the network's cost)
   analytic_full  rotations from bone directions alone (swing only, zero twist)
@@ -64,7 +65,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.body.model import load_body_model  # noqa: E402
+from models.body.model import GENDERS, load_body_model, open_body_path  # noqa: E402
 from models.motion.bvh import read_bvh  # noqa: E402
 from models.core.errors import SmplIkError  # noqa: E402
 from models.core.files import write_json  # noqa: E402
@@ -93,9 +94,8 @@ def held_out_clips():
     return clips or set()
 
 
-def ground_truth(folder, max_frames, held_out_only, seed=0):
+def ground_truth(folder, max_frames, held_out_only, body, seed=0):
     """Local rotations (N, 24, 3, 3), rest joints (N, 24, 3), positions (N, 24, 3), clip names."""
-    body = load_body_model()
     files = sorted(folder.glob("*.bvh"))
     if held_out_only:
         held = held_out_clips()
@@ -270,17 +270,16 @@ def apd(positions, joints):
     return float(np.mean(d))
 
 
-def generative(net, gt_rot, rest, pos, world, frames, samples=8, six_frames=200, path_starts=12, path_steps=30):
+def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frames=200, path_starts=12,
+               path_steps=30):
     """The protocol, alternatives and path figures of the deterministic network and the flow
     (all refined, as the add-on solves). Returns {method: figures}."""
-    from models.body.model import load_body_model
     from models.ik.cost import Segments, pose_cost
     from models.ik.refine import effector_errors
 
     rng = np.random.default_rng(7)
     idx = np.sort(rng.choice(len(pos), min(frames, len(pos)), replace=False))
     sets = protocol_effectors(pos[idx], world[idx], np.random.default_rng(0))
-    body = load_body_model()
     reference = Segments.from_body(body)
     zero_rest = body.rest_joints(np.zeros(10))
     prior = (net.flow.prior_mean, net.flow.prior_std)
@@ -427,9 +426,16 @@ def main(argv=None):
                     help="frames for the generative figures (protocol, alternatives; 0: none) (default 1000)")
     ap.add_argument("--baseline-frames", type=int, default=100,
                     help="frames for the (slow) optimisation baseline (default 100)")
+    ap.add_argument("--body", default="neutral",
+                    help="the body the clips are retargeted onto: neutral, female, male (the open bodies) "
+                         "or an SMPL-family file (default neutral)")
     args = ap.parse_args(argv)
 
-    gt_rot, rest, pos, clips = ground_truth(args.data, args.max_frames, args.held_out_only)
+    try:
+        body = load_body_model(open_body_path(args.body) if args.body in GENDERS else args.body)
+    except SmplIkError as exc:
+        raise SystemExit(f"--body: {exc}") from None
+    gt_rot, rest, pos, clips = ground_truth(args.data, args.max_frames, args.held_out_only, body)
     n = len(gt_rot)
     batch = [np.resize(pos, (1024,) + pos.shape[1:]), np.resize(rest, (1024,) + rest.shape[1:])]
     methods = {}
@@ -466,7 +472,7 @@ def main(argv=None):
                                     "inside_limits": inside_limits(local)}
         methods["smplik_random_refined"] = refined(local, trans, rest, sets, pos, gt_rot, methods["smplik_random"])
         if net.flow is not None and args.protocol_frames:
-            methods.update(generative(net, gt_rot, rest, pos, world, args.protocol_frames))
+            methods.update(generative(net, body, gt_rot, rest, pos, world, args.protocol_frames))
         elif net.flow is None:
             print(f"generative figures skipped: {FLOW_WEIGHTS} not trained yet", file=sys.stderr)
     else:
@@ -478,6 +484,7 @@ def main(argv=None):
     methods["baseline_6pt"] = {**score(base[0], rest[:k], pos[:k], gt_rot[:k], base[1], [list(SIX_POINTS)] * k),
                                "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
     report = {"frames": n, "data": str(args.data), "held_out_only": args.held_out_only, "clips": clips,
+              "body": body.label,
               "methods": {m: {key: round(v, 3) if isinstance(v, float) else v for key, v in r.items()}
                           for m, r in methods.items()}}
     print(f"{n} frames from {len(clips)} clips in {args.data}")
