@@ -2,9 +2,9 @@
 
 Modules register in order and unregister in reverse.
 """
-from . import effectors, operators, panels, preferences, properties, rig, solving
+from . import effectors, motion_io, operators, panels, preferences, properties, rig, solving
 
-_modules = (preferences, properties, effectors, rig, solving, operators, panels)
+_modules = (preferences, properties, effectors, rig, solving, operators, motion_io, panels)
 
 
 def register():

@@ -27,6 +27,11 @@ class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
         if not _has_detector():
             layout.label(text="Pose from Photo needs this extension's platform build", icon="INFO")
         arm = body_of(context.active_object)
+        row = layout.row(align=True)   # AMASS-style motion in and out (addon/motion_io.py)
+        row.operator("smpl_ik.import_motion", text="Import Motion", icon="IMPORT")
+        sub = row.row(align=True)
+        sub.enabled = arm is not None
+        sub.operator("smpl_ik.export_motion", text="Export Motion", icon="EXPORT")
         if arm is None:
             layout.label(text="Select an SMPL-IK body to shape it")
             return

@@ -5,19 +5,32 @@ axis-angle values per frame, root first (SMPL, SMPL-H, SMPL-X: all three start w
 22 body joints), `trans` (T, 3) metres, `betas` (B,) of any length, `gender`, and
 `mocap_framerate` or `mocap_frame_rate`. Only `poses` is required. Bad or damaged files raise
 SmplIkError naming the file and the array at fault.
+
+Two up axes meet here. AMASS's own files are Z-up in the world: the root orientation turns
+SMPL's Y-up body upright in a Z-up world and `trans` is a Z-up offset (the pelvis is at
+`rest_joints[0] + trans` in world coordinates). This project's files (`scripts/retarget.py`)
+are in SMPL's Y-up frame. `detect_up_axis` tells them apart from the root orientation;
+`smpl_frame_from_z_up` and `z_up_from_smpl_frame` convert. `write_motion_npz` writes either.
 """
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..body.model import read_npz
 from ..core.errors import SmplIkError
+from ..core.files import atomic_write
+from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from ..core.skeleton import JOINT_NAMES, NUM_BODY_JOINTS_SHARED, NUM_JOINTS
 
 POSE_VALUES = {72: "smpl", 156: "smplh", 165: "smplx"}   # pose values per frame -> body kind
 GENDERS = ("neutral", "male", "female")
 FRAME_RATE_KEYS = ("mocap_framerate", "mocap_frame_rate")
 KEYS = ("poses", "trans", "betas", "gender") + FRAME_RATE_KEYS
+INFO_KEYS = ("body_model", "up_axis")   # optional text this project writes: which body, which up
+UP_AXES = ("Y", "Z")
+# SMPL's Y-up frame from a Z-up world: -90 degrees about X (the world's Z becomes SMPL's Y).
+SMPL_FROM_Z_UP = np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]])
 
 
 @dataclass(frozen=True)
@@ -26,7 +39,8 @@ class MotionFile:
     finger, jaw and eye rotations are not kept: SMPL's hand joints are zero for them); trans
     (T, 3) metres; betas (B,) as stored (empty when absent); gender (None when absent); fps
     (None when absent); kind: 'smpl', 'smplh' or 'smplx' from the pose width; notes: what was
-    absent and assumed."""
+    absent and assumed; body_model, up_axis: what this project's writers say of the file
+    (None when absent or not text: they are information, never a reason to refuse a file)."""
 
     path: str
     poses: np.ndarray
@@ -36,6 +50,8 @@ class MotionFile:
     fps: object
     kind: str
     notes: tuple
+    body_model: object = None   # the body the file says its betas are for (text), or None
+    up_axis: object = None      # 'Y' or 'Z' when the file says so, else None
 
     @property
     def num_frames(self):
@@ -72,7 +88,7 @@ def read_motion_npz(path):
     """Read an AMASS-style `.npz` motion into a MotionFile. Raises SmplIkError naming the
     file and the array at fault (shape, NaN values with their frame, unknown gender)."""
     path_text = str(path)
-    arrays = read_npz(path, KEYS, "motion file")
+    arrays = read_npz(path, KEYS + INFO_KEYS, "motion file")
     notes = []
     if "poses" not in arrays:
         raise SmplIkError(f"{path_text}: no 'poses' array; an AMASS-style motion has poses of shape "
@@ -140,5 +156,143 @@ def read_motion_npz(path):
         fps = float(rate.reshape(-1)[0])
     else:
         notes.append("no 'mocap_framerate': the frame rate is not known")
+    info = {k: _info_text(arrays[k]) for k in INFO_KEYS if k in arrays}
+    up = info.get("up_axis")
     return MotionFile(path=path_text, poses=body, trans=trans, betas=betas, gender=gender, fps=fps,
-                      kind=kind, notes=tuple(notes))
+                      kind=kind, notes=tuple(notes), body_model=info.get("body_model") or None,
+                      up_axis=up.upper() if up and up.upper() in UP_AXES else None)
+
+
+def _info_text(value):
+    """An optional text array as a string, or None when it is not one string."""
+    if value.shape != () or value.dtype.kind not in "US":
+        return None
+    item = value.item()
+    if isinstance(item, bytes):
+        item = item.decode("utf-8", "replace")
+    return item.strip()
+
+
+# --- up axes --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UpAxisChoice:
+    """Which up axis a motion's numbers use: 'Y' (SMPL's frame) or 'Z' (AMASS's world), and
+    why, in words for a report."""
+
+    axis: str
+    reason: str
+
+
+def detect_up_axis(poses, stated=None):
+    """The up axis of a motion's world: the file's own word (`stated`: 'Y', 'Z' or None) when
+    it gives one, otherwise where the root orientation sends the body's up axis (SMPL's +Y)
+    in the median frame: nearer the world's +Z than its +Y is a Z-up (AMASS) file.
+    poses: (T, 24, 3) axis-angle, root first. Returns an UpAxisChoice."""
+    if stated in UP_AXES:
+        return UpAxisChoice(stated, f"the file says its up axis is {stated}")
+    root = axis_angle_to_matrix(np.asarray(poses, np.float64)[:, 0])     # (T, 3, 3)
+    up = np.median(root[:, :, 1], axis=0)                                 # where body +Y goes
+    axis = "Z" if up[2] > up[1] else "Y"
+    return UpAxisChoice(axis, f"the body's up axis points along the world's +Z {up[2]:.2f}, +Y {up[1]:.2f} "
+                              "(median over frames)")
+
+
+def smpl_frame_from_z_up(poses, trans, pelvis_rest):
+    """A Z-up (AMASS) motion in SMPL's Y-up frame: (poses (T, 24, 3), trans (T, 3)) with the
+    root orientation turned by SMPL_FROM_Z_UP and trans moved so that the pelvis lands where
+    the Z-up file puts it. pelvis_rest: (3,) the body's rest pelvis (SMPL frame, metres, for
+    the betas it is posed with): AMASS's pelvis is at pelvis_rest + trans in the world."""
+    return _turn_world(poses, trans, pelvis_rest, SMPL_FROM_Z_UP)
+
+
+def z_up_from_smpl_frame(poses, trans, pelvis_rest):
+    """The inverse of smpl_frame_from_z_up: a Y-up (SMPL frame) motion as an AMASS Z-up one."""
+    return _turn_world(poses, trans, pelvis_rest, SMPL_FROM_Z_UP.T)
+
+
+def _turn_world(poses, trans, pelvis_rest, turn):
+    poses = np.array(poses, np.float64)
+    trans = np.asarray(trans, np.float64)
+    j0 = np.asarray(pelvis_rest, np.float64)
+    poses[:, 0] = matrix_to_axis_angle(turn @ axis_angle_to_matrix(poses[:, 0]))
+    return poses, (j0 + trans) @ turn.T - j0
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+def write_motion_npz(path, poses, trans, betas, gender, fps, body_model="", up_axis="Y"):
+    """Write an AMASS-style `.npz` atomically (a temporary file renamed over `path`; a
+    failure leaves no file): poses (T, 24, 3) or (T, 72) axis-angle, root first; trans (T, 3)
+    metres; betas (B,); gender (neutral, female or male); fps frames per second; body_model:
+    the body the betas are for; up_axis: 'Y' (SMPL's frame) or 'Z' (AMASS's world), what the
+    numbers are in. Besides `poses`, `trans`, `betas`, `gender` and both spellings of the
+    frame rate it writes AMASS's split `root_orient` (T, 3) and `pose_body` (T, 63).
+    SmplIkError for values that are not finite or have the wrong shape, before anything is
+    written."""
+    poses = np.asarray(poses, np.float64)
+    poses = poses.reshape(len(poses), -1) if poses.ndim == 3 else poses
+    trans = np.asarray(trans, np.float64)
+    betas = np.asarray(betas, np.float64).reshape(-1)
+    if poses.ndim != 2 or poses.shape[1] != 3 * NUM_JOINTS or len(poses) == 0:
+        raise SmplIkError(f"{path}: a motion to write needs poses of shape (frames, 72), got {poses.shape}")
+    if trans.shape != (len(poses), 3):
+        raise SmplIkError(f"{path}: trans has shape {trans.shape}; expected ({len(poses)}, 3)")
+    if gender not in GENDERS:
+        raise SmplIkError(f"{path}: gender {gender!r} is not one of {', '.join(GENDERS)}")
+    if up_axis not in UP_AXES:
+        raise SmplIkError(f"{path}: up axis {up_axis!r} is not one of {', '.join(UP_AXES)}")
+    for name, values in (("poses", poses), ("trans", trans), ("betas", betas), ("frame rate", np.array([fps]))):
+        if not np.isfinite(values).all():
+            raise SmplIkError(f"{path}: the {name} to write are not all finite numbers")
+    if fps <= 0:
+        raise SmplIkError(f"{path}: the frame rate must be positive, got {fps}")
+    arrays = dict(poses=poses, trans=trans, betas=betas, gender=np.array(gender),
+                  mocap_framerate=np.float64(fps), mocap_frame_rate=np.float64(fps),
+                  root_orient=poses[:, :3], pose_body=poses[:, 3:3 * NUM_BODY_JOINTS_SHARED],
+                  surface_model_type=np.array("smpl"), body_model=np.array(body_model),
+                  up_axis=np.array(up_axis))
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
+
+
+# --- which body a motion goes on -------------------------------------------------------------
+
+def body_file_gender(path):
+    """The gender of a user's SMPL-family file, cheaply: an `.npz`'s `gender` array when it
+    has a readable one, else the file's name (`female`, `male`, `neutral`, or SMPL's
+    `_f_` / `_m_`, as in basicModel_f_lbs_10_207_0_v1.0.0.pkl); 'neutral' when neither says."""
+    path = Path(path)
+    if path.suffix.lower() == ".npz":
+        try:
+            value = read_npz(path, ("gender",)).get("gender")
+        except SmplIkError:
+            value = None
+        text = _info_text(value) if value is not None else None
+        if text and text.lower() in GENDERS:
+            return text.lower()
+    name = path.name.lower()
+    for gender in ("female", "male", "neutral"):
+        if gender in name:
+            return gender
+    for mark, gender in (("_f_", "female"), ("_m_", "male")):
+        if mark in name:
+            return gender
+    return "neutral"
+
+
+def body_file_kind(path):
+    """'smplx', 'smplh' or 'smpl' from a body file's name."""
+    name = Path(path).name.lower().replace("-", "").replace("_", "")
+    return "smplx" if "smplx" in name else "smplh" if "smplh" in name else "smpl"
+
+
+def choose_body_file(files, gender, kind):
+    """The user's body file for a motion of `gender` and `kind` ('smpl', 'smplh', 'smplx'):
+    among `files` (paths), those of that gender, preferring the motion's kind, then SMPL,
+    in the order given; None when no file has that gender."""
+    same = [Path(f) for f in files if body_file_gender(f) == gender]
+    if not same:
+        return None
+    rank = {kind: 0, "smpl": 1}
+    return min(same, key=lambda f: rank.get(body_file_kind(f), 2))
