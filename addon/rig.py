@@ -5,18 +5,23 @@ onto the rig's own bones.
 The drive: for each mapped joint the proxy gets a hidden helper bone, parented to the joint's
 bone, whose rest sits where the rig's bone sits when the proxy is in the rig's rest pose. The
 rig bone copies the helper's world rotation and, unless it is connected to its parent, its
-location (not its scale: the proxy is in metres, the rig in its own units). Unmapped rig bones follow their parents as usual.
+location (not its scale: the proxy is in metres, the rig in its own units). Unmapped bones on
+the chain between two mapped ones (twist halves) are driven the same way from the joint above
+them, so their own keys or constraints cannot kink the chain; other unmapped bones follow
+their parents as usual. A generated Rigify rig is driven through its controls instead (the FK
+controls and `torso`, with the limbs switched to FK), which Rigify's constraints read to move
+the DEF chain, so a transfer keys the bones an animator would.
 """
 import bpy
 import numpy as np
-from bpy.props import CollectionProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, IntProperty, PointerProperty, StringProperty
 from mathutils import Matrix
 
 from ..models.body.model import load_body_model
 from ..models.core.errors import SmplIkError
 from ..models.core.kinematics import forward_kinematics
 from ..models.core.skeleton import JOINT_NAMES, PARENTS
-from ..models.motion.mapping import auto_mapping
+from ..models.motion.mapping import auto_mapping, rigify_controls
 from ..models.motion.rig_fit import fit_rig
 from . import bridge
 from .body_object import create_body, edit_bones, is_body
@@ -24,6 +29,7 @@ from .effectors import pin
 
 HELPER_PREFIX = "SMPL-IK drive "
 CONSTRAINT_PREFIX = "SMPL-IK "
+IK_FK = "IK_FK"   # Rigify's IK/FK switch on a limb's parent control: 0 IK, 1 FK
 
 
 class SmplIkRigJoint(bpy.types.PropertyGroup):
@@ -36,6 +42,8 @@ class SmplIkRigProperties(bpy.types.PropertyGroup):
     active_index: IntProperty(options={"HIDDEN"})
     proxy: PointerProperty(name="Proxy", type=bpy.types.Object,
                            description="The SMPL-IK body that drives this rig")
+    rigify: BoolProperty(name="Rigify Controls", options={"HIDDEN"},
+                         description="The proxy drives this generated Rigify rig's FK controls")
 
 
 def is_custom_rig(obj):
@@ -125,11 +133,10 @@ def fit_and_drive(context, rig):
     fk = forward_kinematics(fit.rig_pose, fit.proxy_rest, PARENTS)
     to_proxy = np.linalg.inv(proxy_world)
     rig_world = bridge.matrix_array(rig.matrix_world)
+    controls = rigify_controls(names, {joint: fit.bone_for(joint) for joint in JOINT_NAMES})
     helpers = {}
-    for j, joint in enumerate(JOINT_NAMES):
-        bone = fit.bone_for(joint)
-        if bone is None:
-            continue
+    for bone, joint in drive_bones(fit, controls):
+        j = JOINT_NAMES.index(joint)
         rest = np.eye(4)
         rest[:3, :3], rest[:3, 3] = axes[j], bridge.to_blender(fit.proxy_rest[j])
         at_rig_pose = bridge.joint_matrix(fk.rotations[j], fk.positions[j], axes[j])
@@ -154,19 +161,49 @@ def fit_and_drive(context, rig):
             con = pb.constraints.new(kind)
             con.name = f"{CONSTRAINT_PREFIX}{kind.split('_')[1].lower()}"
             con.target, con.subtarget = proxy, HELPER_PREFIX + bone
+    if controls:   # Rigify's ORG chain copies the FK controls only with the limbs in FK
+        for pb in rig.pose.bones:
+            if IK_FK in pb.keys():
+                pb[IK_FK] = 1.0
     rig.smpl_ik_rig.proxy = proxy
+    rig.smpl_ik_rig.rigify = bool(controls)
     fill_mapping(rig, {joint: fit.bone_for(joint) for joint in JOINT_NAMES})
     pin(proxy, [])
     return proxy, fit
+
+
+def drive_bones(fit, controls):
+    """[(rig bone, SMPL joint whose helper it copies)]: the mapped bones, or for a joint in
+    `controls` (a generated Rigify rig) its controls; then the bones between mapped ones,
+    except under controlled joints (Rigify moves its own DEF chain)."""
+    out = []
+    for joint in JOINT_NAMES:
+        if joint in controls:
+            out += [(c, joint) for c in controls[joint]]
+        elif fit.bone_for(joint) is not None:
+            out.append((fit.bone_for(joint), joint))
+    out += [(bone, joint) for bone, joint in fit.between if joint not in controls]
+    return out
 
 
 def drive_constraints(rig):
     return [(pb, c) for pb in rig.pose.bones for c in pb.constraints if c.name.startswith(CONSTRAINT_PREFIX)]
 
 
+def transfer_action_name(rig, proxy):
+    """The new action a transfer writes: '<rig> from <proxy's action>' (the proxy's name when
+    it has no action)."""
+    action = proxy.animation_data.action if proxy is not None and proxy.animation_data else None
+    source = action.name if action is not None else (proxy.name if proxy is not None else "SMPL-IK")
+    return f"{rig.name} from {source}"
+
+
 def transfer_to_rig(context, rig, frame_start, frame_end, remove_drive=False):
     """Key the rig's driven bones with what the proxy makes them do on every frame of the
-    range (their visual local transforms); optionally remove the drive. Returns frames keyed."""
+    range (their visual local transforms) into a new action (`transfer_action_name`),
+    assigned to the rig; the rig's own actions are left as they were (one that only the rig
+    used gets a fake user, so it is kept). Optionally remove the drive. On an error nothing
+    is keyed and the rig keeps its action. Returns the number of frames keyed."""
     if not is_custom_rig(rig):
         raise SmplIkError("select the custom rig (the armature a proxy drives)")
     driven = drive_constraints(rig)
@@ -175,35 +212,66 @@ def transfer_to_rig(context, rig, frame_start, frame_end, remove_drive=False):
     if frame_end < frame_start:
         raise SmplIkError(f"the range {frame_start}-{frame_end} is empty")
     scene = context.scene
+    proxy = rig.smpl_ik_rig.proxy or driven[0][1].target
     bones = sorted({pb.name for pb, _ in driven})
+    switches = [pb for pb in rig.pose.bones if IK_FK in pb.keys()] if rig.smpl_ik_rig.rigify else []
     original = scene.frame_current
-    samples = []
-    for frame in range(frame_start, frame_end + 1):
-        scene.frame_set(frame)
-        samples.append({name: rig.convert_space(pose_bone=rig.pose.bones[name], matrix=rig.pose.bones[name].matrix,
-                                                from_space="POSE", to_space="LOCAL").copy() for name in bones})
+    ad = rig.animation_data or rig.animation_data_create()
+    previous = ad.action
+    previous_slot = getattr(ad, "action_slot", None) if previous is not None else None
+    keep = previous is not None and previous.users == 1 and not previous.use_fake_user
+    action = bpy.data.actions.new(transfer_action_name(rig, proxy))
+    try:
+        if keep:
+            previous.use_fake_user = True
+        # sampled under the new, still empty action: the bones it will not key hold still
+        # while sampling exactly as they will when it plays
+        ad.action = action
+        frames = range(frame_start, frame_end + 1)
+        samples = []
+        for frame in frames:
+            scene.frame_set(frame)
+            samples.append({name: rig.convert_space(pose_bone=rig.pose.bones[name], matrix=rig.pose.bones[name].matrix,
+                                                    from_space="POSE", to_space="LOCAL").copy() for name in bones})
+        for frame, sample in zip(frames, samples):
+            for name, matrix in sample.items():
+                _key_bone(rig.pose.bones[name], matrix, frame)
+        for pb in switches:   # the keys are on FK controls: the action plays them in FK
+            pb[IK_FK] = 1.0
+            pb.keyframe_insert(f'["{IK_FK}"]', frame=frame_start, group=pb.name)
+    except Exception as exc:
+        ad.action = previous
+        if previous_slot is not None:
+            ad.action_slot = previous_slot
+        if keep:
+            previous.use_fake_user = False
+        bpy.data.actions.remove(action)
+        scene.frame_set(original)
+        raise SmplIkError(f"could not transfer the motion to {rig.name}: {exc}") from exc
     if remove_drive:
         for pb, con in driven:
             pb.constraints.remove(con)
         rig.smpl_ik_rig.proxy = None
-    for frame, sample in zip(range(frame_start, frame_end + 1), samples):
-        for name, matrix in sample.items():
-            pb = rig.pose.bones[name]
-            loc, rot, _ = matrix.decompose()
-            pb.location = loc
-            if pb.rotation_mode == "QUATERNION":
-                pb.rotation_quaternion = rot
-                pb.keyframe_insert("rotation_quaternion", frame=frame, group=name)
-            elif pb.rotation_mode == "AXIS_ANGLE":
-                axis, angle = rot.to_axis_angle()
-                pb.rotation_axis_angle = (angle, *axis)
-                pb.keyframe_insert("rotation_axis_angle", frame=frame, group=name)
-            else:
-                pb.rotation_euler = rot.to_euler(pb.rotation_mode, pb.rotation_euler)
-                pb.keyframe_insert("rotation_euler", frame=frame, group=name)
-            pb.keyframe_insert("location", frame=frame, group=name)
     scene.frame_set(original)
     return frame_end - frame_start + 1
+
+
+def _key_bone(pb, matrix, frame):
+    """Key a pose bone's location and rotation (in its own rotation mode) from a local matrix."""
+    name = pb.name
+    loc, rot, _ = matrix.decompose()
+    pb.location = loc
+    if pb.rotation_mode == "QUATERNION":
+        pb.rotation_quaternion = rot
+        pb.keyframe_insert("rotation_quaternion", frame=frame, group=name)
+    elif pb.rotation_mode == "AXIS_ANGLE":
+        axis, angle = rot.to_axis_angle()
+        pb.rotation_axis_angle = (angle, *axis)
+        pb.keyframe_insert("rotation_axis_angle", frame=frame, group=name)
+    else:
+        pb.rotation_euler = rot.to_euler(pb.rotation_mode, pb.rotation_euler)
+        pb.keyframe_insert("rotation_euler", frame=frame, group=name)
+    pb.keyframe_insert("location", frame=frame, group=name)
 
 
 classes = (SmplIkRigJoint, SmplIkRigProperties)

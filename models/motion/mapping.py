@@ -165,6 +165,43 @@ CONVENTIONS = {
 }
 
 
+# Generated Rigify rigs: Rigify's own constraints move the DEF bones (twist halves included)
+# from its controls, so a drive turns the controls, never the DEF bones. SMPL joint -> the
+# controls that carry it (the FK controls; `torso`, the whole body's control, goes with the
+# pelvis). The spine's FK controls hang downward from the middle: `spine_fk` turns the hips'
+# segment, `spine_fk.001` the one above it, as the pelvis and spine1 do.
+RIGIFY_CONTROLS = _sided({
+    "pelvis": ["torso", "spine_fk"], "spine1": ["spine_fk.001"], "spine2": ["spine_fk.002"],
+    "spine3": ["spine_fk.003"], "neck": ["neck"], "head": ["head"],
+    "{side}_hip": ["thigh_fk.{L}"], "{side}_knee": ["shin_fk.{L}"], "{side}_ankle": ["foot_fk.{L}"],
+    "{side}_foot": ["toe_fk.{L}"], "{side}_collar": ["shoulder.{L}"],
+    "{side}_shoulder": ["upper_arm_fk.{L}"], "{side}_elbow": ["forearm_fk.{L}"],
+    "{side}_wrist": ["hand_fk.{L}"], "{side}_hand": ["f_middle.01.{L}"],
+})
+
+
+def rigify_controls(names, bones):
+    """The controls to drive on a generated Rigify rig: {smpl_joint: (control names)}.
+
+    names: the rig's bone names; bones: {smpl_joint: the bone mapped to it, or None}. A joint
+    is driven through its controls when its bone is Rigify's DEF bone for it (`DEF-upper_arm.L`,
+    any namespace before `DEF-` carried over to the controls) and those controls exist; the
+    rig counts as a generated Rigify rig only when the pelvis is, else the answer is {}.
+    """
+    present = set(names)
+    found = {}
+    for joint, controls in RIGIFY_CONTROLS.items():
+        bone = bones.get(joint)
+        deform = "DEF-" + CONVENTIONS["rigify_metarig"][joint][0]
+        if not bone or not bone.endswith(deform):
+            continue
+        prefix = bone[:-len(deform)]
+        named = tuple(prefix + c for c in controls)
+        if all(c in present for c in named):
+            found[joint] = named
+    return found if "pelvis" in found else {}
+
+
 def normalise(name):
     """Lower-case, without a namespace (everything up to the last ':' or '|') or surrounding
     spaces: 'mixamorig:Hips', 'Armature|rig:Hips' -> 'hips'."""

@@ -37,6 +37,7 @@ class RigFit:
     rig_joints: np.ndarray
     proxy_rest: np.ndarray
     rig_pose: np.ndarray
+    between: tuple = ()   # (bone name, SMPL joint): see `bones_between`
 
     @property
     def betas(self):
@@ -46,6 +47,29 @@ class RigFit:
         """The rig bone name mapped to an SMPL joint, or None."""
         s = self.mapping.source[JOINT_NAMES.index(joint)]
         return None if s is None else self.names[s]
+
+
+def bones_between(parents, source):
+    """Unmapped bones on the chain between two mapped ones (twist halves and helpers such as
+    Rigify's `DEF-upper_arm.L.001`, Daz's `lShldrTwist`, `abdomenLower`): each belongs to the
+    segment of the nearest mapped bone above it, so it should turn rigidly with that joint.
+
+    parents (J,): bone parents (-1 for roots); source (24,): the bone at each SMPL joint or
+    None. Returns ((bone index, SMPL joint index), ...), each bone once, parents first.
+    Bones above the top mapped bone (a rig's `root`) and leaves (UE5's twist bones beside
+    the chain) are not between: they follow as they are.
+    """
+    joint_of = {s: j for j, s in enumerate(source) if s is not None}
+    found = {}
+    for s in joint_of:
+        chain, p = [], parents[s]
+        while p >= 0 and p not in joint_of:
+            chain.append(p)
+            p = parents[p]
+        if p >= 0:
+            for b in chain:
+                found[b] = joint_of[p]
+    return tuple(sorted(found.items()))
 
 
 def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
@@ -98,7 +122,8 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
     for j in range(1, NUM_JOINTS):
         p = PARENTS[j]
         proxy[j] = proxy[p] + world[p].T @ (rig_joints[j] - rig_joints[p])
+    between = tuple((names[b], JOINT_NAMES[j]) for b, j in bones_between(parents, mapping.source))
     return RigFit(mapping=mapping, names=names, shape=shape, to_smpl=rig.to_smpl, unit=rig.unit,
                   unit_name=rig.unit_name, rig_joints=rig_joints, proxy_rest=proxy,
-                  rig_pose=rig_pose)
+                  rig_pose=rig_pose, between=between)
 

@@ -190,3 +190,52 @@ def test_proxy_shape_follows_the_rig_only():
     assert proxy.smpl_ik.betas[:] == pytest.approx(betas)
     assert "takes its shape" in proxy.smpl_ik.status
 
+
+
+def add_twist_bones(rig):
+    """Twist bones as Daz, CC or an exported Rigify rig have them: one in the middle of each
+    upper arm and thigh, in the chain (the next joint's bone is connected to it), and a
+    leaf beside the chain in each forearm, as Unreal's twist bones are."""
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = rig.data.edit_bones
+    for side in ("Left", "Right"):
+        for upper, lower in (("Arm", "ForeArm"), ("UpLeg", "Leg")):
+            a, b = eb[side + upper], eb[side + lower]
+            mid = (a.head + b.head) / 2
+            a.tail = mid
+            twist = eb.new(f"{side}{upper}Twist")
+            twist.head, twist.tail = mid, b.head.copy()
+            twist.parent, twist.use_connect = a, True
+            b.parent, b.use_connect = twist, True
+        fore, hand = eb[side + "ForeArm"], eb[side + "Hand"]
+        leaf = eb.new(f"{side}ForeArmTwist")
+        leaf.head, leaf.tail, leaf.parent = (fore.head + hand.head) / 2, hand.head.copy(), fore
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def on_segment(p, a, b):
+    """(distance of p from the line a-b, where along a-b it falls: 0 at a, 1 at b)."""
+    seg = b - a
+    f = float(np.dot(p - a, seg) / np.dot(seg, seg))
+    return float(np.linalg.norm(a + f * seg - p)), f
+
+
+def test_twist_bones_between_joints_follow_without_kinks():
+    rig = a_pose_rig()
+    add_twist_bones(rig)
+    for side in ("Left", "Right"):   # stale keys on the twist bones would kink a plain chain
+        for twist in ("ArmTwist", "UpLegTwist"):
+            rig.pose.bones[side + twist].rotation_quaternion = (math.cos(0.35), math.sin(0.35), 0.0, 0.0)
+    proxy = fit(rig)
+    assert {it.bone for it in rig.smpl_ik_rig.mapping} == set(MIXAMO.values()) | {""}
+    drag_left_wrist(proxy, (-10.0, -15.0, 15.0))
+    for side in ("Left", "Right"):
+        s = side.lower()
+        joints = {j: head(proxy, f"{s}_{j}") for j in ("shoulder", "elbow", "wrist", "hip", "knee")}
+        for bone, joint in (("ForeArm", "elbow"), ("Hand", "wrist"), ("Leg", "knee")):
+            assert np.linalg.norm(head(rig, side + bone) - joints[joint]) < 1.0, (side, bone)   # cm
+        for twist, a, b in (("ArmTwist", "shoulder", "elbow"), ("UpLegTwist", "hip", "knee"),
+                            ("ForeArmTwist", "elbow", "wrist")):
+            off, f = on_segment(head(rig, side + twist), joints[a], joints[b])
+            assert off < 0.2 and 0.4 < f < 0.6, (side, twist, off, f)

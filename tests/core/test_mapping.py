@@ -10,9 +10,9 @@ from models.core.kinematics import forward_kinematics
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 from models.motion.bvh import Skeleton, read_bvh, write_bvh
-from models.motion.mapping import build_mapping, load_overrides
+from models.motion.mapping import build_mapping, load_overrides, rigify_controls
 from models.motion.retarget import retarget
-from models.motion.rig_fit import fit_rig
+from models.motion.rig_fit import bones_between, fit_rig
 
 CMU = ["root", "lhipjoint", "lfemur", "ltibia", "lfoot", "ltoes", "rhipjoint", "rfemur", "rtibia",
        "rfoot", "rtoes", "lowerback", "upperback", "thorax", "lowerneck", "upperneck", "head",
@@ -522,3 +522,44 @@ def test_prefix_is_reported_and_exact_names_win():
     names, _, _ = rig_skeleton(RIGS["ue5_manny"][1], np.zeros((24, 3)))
     m = build_mapping(names)
     assert m.convention == "unreal" and mapped_name(names, m, "left_wrist") == "hand_l"
+
+
+# The controls of a rig generated from Blender's human metarig (Rigify 5.0): the FK chain, the
+# torso and the neck and head (what an animator keys), beside the DEF and ORG chains
+RIGIFY_CONTROL_NAMES = ["torso", "hips", "chest", "spine_fk", "spine_fk.001", "spine_fk.002", "spine_fk.003",
+                        "neck", "head"] + [f"{b}.{s}" for s in "LR" for b in (
+                            "thigh_fk", "shin_fk", "foot_fk", "toe_fk", "shoulder", "upper_arm_fk", "forearm_fk",
+                            "hand_fk", "f_middle.01", "thigh_ik", "foot_ik", "hand_ik", "upper_arm_parent")]
+
+
+@pytest.mark.parametrize("prefix", ["", "hero:"])
+def test_a_generated_rigify_rig_is_driven_through_its_fk_controls(prefix):
+    names = [prefix + n for n in RIGIFY + [f"ORG-{b[4:]}" for b in RIGIFY] + RIGIFY_CONTROL_NAMES]
+    m = build_mapping(names)
+    bones = {j: mapped_name(names, m, j) for j in JOINT_NAMES}
+    controls = rigify_controls(names, bones)
+    assert set(controls) == set(JOINT_NAMES)
+    want = {"pelvis": ("torso", "spine_fk"), "spine1": ("spine_fk.001",), "spine3": ("spine_fk.003",),
+            "neck": ("neck",), "head": ("head",), "left_collar": ("shoulder.L",), "left_hip": ("thigh_fk.L",),
+            "right_elbow": ("forearm_fk.R",), "right_wrist": ("hand_fk.R",), "left_hand": ("f_middle.01.L",),
+            "right_foot": ("toe_fk.R",)}
+    assert {j: controls[j] for j in want} == {j: tuple(prefix + c for c in cs) for j, cs in want.items()}
+    # a joint mapped by hand to a bone that is not its DEF bone is driven through that bone
+    assert "left_wrist" not in rigify_controls(names, dict(bones, left_wrist=prefix + "ORG-hand.L"))
+    # DEF bones without the controls (a rig exported to a game engine), or a metarig: none
+    assert rigify_controls(RIGIFY, {j: mapped_name(RIGIFY, build_mapping(RIGIFY), j) for j in JOINT_NAMES}) == {}
+    meta = [n[4:] for n in RIGIFY] + RIGIFY_CONTROL_NAMES
+    assert rigify_controls(meta, {j: mapped_name(meta, build_mapping(meta), j) for j in JOINT_NAMES}) == {}
+
+
+def test_bones_between_mapped_joints_belong_to_the_joint_above(open_body):
+    spec = _rigify_chain("DEF-", True) + [("DEF-upper_arm_twist_leaf.L", "DEF-upper_arm.L", "left_shoulder")]
+    names, parents, _ = rig_skeleton([("root", None, None)] + spec, open_body.rest_joints(np.zeros(10)))
+    m = build_mapping(names)
+    got = {names[b]: JOINT_NAMES[j] for b, j in bones_between(parents, m.source)}
+    halves = {f"DEF-{b}.{s}.001": f"{side}_{j}" for s, side in (("L", "left"), ("R", "right"))
+              for b, j in (("thigh", "hip"), ("shin", "knee"), ("upper_arm", "shoulder"), ("forearm", "elbow"))}
+    # the twist halves, the neck's upper bone and the palm (between the wrist and the middle
+    # finger); never the root above the body or leaves beside the chain (heel, breast, pelvis,
+    # the twist leaf)
+    assert got == {**halves, "DEF-spine.005": "neck", "DEF-palm.02.L": "left_wrist", "DEF-palm.02.R": "right_wrist"}
