@@ -239,3 +239,35 @@ def test_twist_bones_between_joints_follow_without_kinks():
                             ("ForeArmTwist", "elbow", "wrist")):
             off, f = on_segment(head(rig, side + twist), joints[a], joints[b])
             assert off < 0.2 and 0.4 < f < 0.6, (side, twist, off, f)
+
+
+def fcurves(action):
+    """An action's F-curves (Blender 5 keeps them in layers, strips and channel bags)."""
+    if getattr(action, "layers", None):
+        return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                for fc in bag.fcurves]
+    return list(action.fcurves)
+
+
+def keys(action):
+    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in fcurves(action)}
+
+
+@needs_m21
+def test_transfer_writes_a_new_action_and_leaves_the_imported_one_as_it_was():
+    bpy.ops.import_anim.bvh(filepath=str(M21))
+    rig = bpy.context.active_object
+    imported = rig.animation_data.action
+    before = keys(imported)
+    assert len(before) > 50
+    proxy = fit(rig)
+    drag_left_wrist(proxy, (-15.0, -20.0, 25.0))
+    bpy.context.view_layer.objects.active = rig
+    assert "UNDO" in bpy.types.SMPL_IK_OT_transfer_to_rig.bl_options   # one undo step
+    assert bpy.ops.smpl_ik.transfer_to_rig(frame_start=1, frame_end=3, remove_drive=True) == {"FINISHED"}
+    action = rig.animation_data.action
+    assert action is not imported and action.name == f"{rig.name} from {proxy.name}"   # the proxy has no action
+    assert keys(imported) == before and imported.users >= 1
+    bpy.context.scene.frame_set(2)
+    for side in ("Left", "Right"):   # the new action alone holds the pose
+        assert np.linalg.norm(head(rig, f"{side}Hand") - head(proxy, f"{side.lower()}_wrist")) < 1.0
