@@ -128,6 +128,16 @@ def bone_quats_to_smpl_pose(quats, axes):
     return c.T @ axes @ quat_wxyz_to_matrix(quats) @ np.swapaxes(axes, -1, -2) @ c
 
 
+def pose_matrices_to_smpl(matrices, axes):
+    """Evaluated pose-bone matrices (..., 24, 4, 4) (armature space, what Blender shows,
+    constraints included) to (world rotations (..., 24, 3, 3), joint positions (..., 24, 3)),
+    both in SMPL's body frame. axes: (24, 3, 3) the bones' rest axes. Bone scale is dropped."""
+    c = BLENDER_FROM_SMPL
+    rot = np.asarray(matrices, dtype=np.float64)[..., :3, :3]
+    rot = rot / np.linalg.norm(rot, axis=-2, keepdims=True)
+    return c.T @ rot @ np.swapaxes(axes, -1, -2) @ c, from_blender(np.asarray(matrices)[..., :3, 3])
+
+
 def root_location_from_trans(trans, axes):
     """SMPL translation (..., 3) to the root pose bone's location (in its rest frame)."""
     return to_blender(trans) @ axes[0]

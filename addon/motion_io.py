@@ -191,6 +191,9 @@ def import_motion(context, options, progress=lambda fraction: None):
         source_fps = _scene_fps(scene)
         notes.append(f"the file has no frame rate: taken as the scene's {source_fps:g} fps")
     key_fps = source_fps if options.keep_source_rate else _scene_fps(scene)
+    if abs(key_fps - _scene_fps(scene)) > 1e-3 * key_fps:
+        notes.append(f"one key per source frame: the keys play at the scene's {_scene_fps(scene):g} fps, "
+                     f"not the file's {source_fps:g}")
     timing = resample_timing(motion.num_frames, source_fps, key_fps)
     start = scene.frame_start if options.frame_start is None else int(options.frame_start)
     notes += [n for n in motion.notes if "mocap_framerate" not in n]
@@ -457,23 +460,15 @@ def _pose_matrices(arm):
     return buf.reshape(-1, 4, 4).transpose(0, 2, 1)[[order[n] for n in JOINT_NAMES]].astype(np.float64)
 
 
-def pose_from_matrices(matrices, rest, pelvis_rest):
+def pose_from_matrices(matrices, axes, pelvis_rest):
     """SMPL (local rotations (..., 24, 3, 3), trans (..., 3)) from evaluated pose matrices
-    (..., 24, 4, 4) and the bones' rest matrices (24, 4, 4), armature space, Blender frame:
-    what Blender shows, constraints and drivers included (bone scale is dropped)."""
-    c = bridge.BLENDER_FROM_SMPL
-    rot = matrices[..., :3, :3]
-    rot = rot / np.linalg.norm(rot, axis=-2, keepdims=True)
-    world = c.T @ rot @ np.swapaxes(rest[:, :3, :3], -1, -2) @ c        # SMPL-frame world rotations
+    (..., 24, 4, 4) (armature space) of bones with rest axes (24, 3, 3) and the rest pelvis
+    (3,) (SMPL frame): what Blender shows, constraints and drivers included."""
+    world, positions = bridge.pose_matrices_to_smpl(matrices, axes)
     parent = world[..., [max(p, 0) for p in PARENTS], :, :]
     local = np.swapaxes(parent, -1, -2) @ world
     local[..., 0, :, :] = world[..., 0, :, :]
-    trans = bridge.from_blender(matrices[..., 0, :3, 3]) - pelvis_rest
-    return local, trans
-
-
-def _rest_matrices(arm):
-    return np.array([np.array(arm.data.bones[n].matrix_local) for n in JOINT_NAMES])
+    return local, positions[..., 0, :] - pelvis_rest
 
 
 def evaluated_pose(context, arm, frames, progress=lambda fraction: None):
@@ -492,7 +487,7 @@ def evaluated_pose(context, arm, frames, progress=lambda fraction: None):
     finally:
         live.suspended.pop()
         scene.frame_set(original[0], subframe=original[1])
-    return pose_from_matrices(mats, _rest_matrices(arm), _pelvis_rest(arm))
+    return pose_from_matrices(mats, bridge.bone_axes(arm), _pelvis_rest(arm))
 
 
 def export_motion(context, arm, options, progress=lambda fraction: None):
@@ -527,7 +522,7 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
     else:
         context.view_layer.update()
         if reasons:
-            local, trans = pose_from_matrices(_pose_matrices(arm)[None], _rest_matrices(arm), pelvis)
+            local, trans = pose_from_matrices(_pose_matrices(arm)[None], axes, pelvis)
             source = "evaluated"
         else:
             quats, location = bridge.read_channels(arm)

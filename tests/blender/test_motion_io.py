@@ -1,0 +1,422 @@
+"""AMASS-style motion in Blender: smpl_ik.import_motion and smpl_ik.export_motion.
+
+The bones are read back into SMPL rotations here from Blender's evaluated pose matrices and
+the bones' rest matrices (not through the add-on's own conversion), with the bridge's one
+convention: Blender = BLENDER_FROM_SMPL @ SMPL.
+"""
+import importlib
+import os
+
+import bpy
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation, Slerp
+
+from models.body.model import load_body_model
+from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
+from models.core.skeleton import JOINT_NAMES, PARENTS
+from models.motion.batch import RetargetJob, run_job
+from models.motion.retarget import write_smpl_bvh
+
+import blender_session
+
+C = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])   # Blender from SMPL (+90 degrees about X)
+ROT_TOL = 1e-5    # radians
+POS_TOL = 1e-6    # metres
+AMASS_UP = np.array([np.pi / 2, 0.0, 0.0])   # AMASS's root orientations carry +90 degrees about X
+
+
+def geodesic_angle(m1, m2):
+    """(...) radians between rotation matrices, precise near zero (arccos of the trace is
+    not: float32 noise of 1e-7 there reads as 4e-4 rad)."""
+    return np.linalg.norm(matrix_to_axis_angle(np.swapaxes(m1, -1, -2) @ m2), axis=-1)
+
+
+def data_counts():
+    return (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures), len(bpy.data.actions))
+
+
+def set_fps(fps):
+    bpy.context.scene.render.fps = fps
+    bpy.context.scene.render.fps_base = 1.0
+
+
+def bones_as_smpl(arm, frame):
+    """(local rotations (24, 3, 3), pelvis position (3,)) of the body at `frame`, SMPL frame,
+    armature space, from the evaluated pose matrices and the rest matrices."""
+    bpy.context.scene.frame_set(frame)
+    pose = np.array([np.array(arm.pose.bones[n].matrix) for n in JOINT_NAMES])
+    rest = np.array([np.array(arm.data.bones[n].matrix_local) for n in JOINT_NAMES])
+    world = C.T @ pose[:, :3, :3] @ np.swapaxes(rest[:, :3, :3], -1, -2) @ C
+    local = np.array([world[j] if PARENTS[j] < 0 else world[PARENTS[j]].T @ world[j] for j in range(24)])
+    return local, C.T @ pose[0, :3, 3]
+
+
+def rest_pelvis(arm):
+    return C.T @ np.array(arm.data.bones["pelvis"].head_local)
+
+
+def imported(path, **options):
+    before = set(bpy.data.objects)
+    assert bpy.ops.smpl_ik.import_motion(filepath=str(path), **options) == {"FINISHED"}
+    arm = bpy.context.active_object
+    assert arm.type == "ARMATURE" and arm.smpl_ik.is_body
+    if options.get("target", "NEW") == "NEW":
+        assert arm not in before
+    return arm
+
+
+def keyed_frames(arm):
+    return bpy.context.scene.frame_start, bpy.context.scene.frame_end
+
+
+def standing_poses(rng, frames, joints=24, scale=0.25):
+    """Plausible motion in SMPL's frame: small joint rotations, the body turning about its up."""
+    aa = rng.normal(scale=scale, size=(frames, joints, 3))
+    aa[:, 0] = rng.normal(scale=0.15, size=(frames, 3)) + [0.0, rng.uniform(-3, 3), 0.0]
+    return aa
+
+
+def amass_root(aa):
+    out = aa.copy()
+    out[:, 0] = matrix_to_axis_angle(axis_angle_to_matrix(AMASS_UP) @ axis_angle_to_matrix(aa[:, 0]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def retargeted(tmp_path_factory):
+    """An AMASS-style file written by this project's retarget writer (models.motion.batch, as
+    scripts/retarget.py runs it) from a BVH of SMPL motion: (path, its arrays)."""
+    folder = tmp_path_factory.mktemp("retarget")
+    rng = np.random.default_rng(7)
+    body = load_body_model()
+    rot = axis_angle_to_matrix(rng.normal(scale=0.25, size=(24, 24, 3)))
+    trans = np.cumsum(rng.normal(scale=0.02, size=(24, 3)), axis=0)
+    write_smpl_bvh(folder / "walk.bvh", rot, trans, body.rest_joints(np.eye(10)[0] * 1.2), 30.0)
+    result = run_job(RetargetJob(source=str(folder / "walk.bvh"), output=str(folder / "walk.npz")))
+    assert result.ok, result.error
+    with np.load(folder / "walk.npz") as d:
+        return folder / "walk.npz", {k: d[k] for k in d.files}
+
+
+def test_a_retargeted_file_imports_with_every_frame_as_its_pose_vectors(retargeted):
+    path, data = retargeted
+    arm = imported(path, keep_source_rate=True)
+    poses = axis_angle_to_matrix(data["poses"].reshape(-1, 24, 3).astype(np.float64))
+    assert keyed_frames(arm) == (1, len(poses))
+    assert arm.animation_data.action.name == "walk"
+    # the file's betas are the open body's (body_model says so): the body takes them
+    assert np.allclose(arm.smpl_ik.betas[:], data["betas"], atol=1e-6) and np.any(data["betas"])
+    expected_rest = load_body_model().rest_joints(data["betas"].astype(np.float64))[0]
+    assert np.abs(rest_pelvis(arm) - expected_rest).max() < POS_TOL
+    for f in range(len(poses)):
+        local, pelvis = bones_as_smpl(arm, f + 1)
+        assert geodesic_angle(local, poses[f]).max() < ROT_TOL, f
+        assert np.abs(pelvis - (rest_pelvis(arm) + data["trans"][f])).max() < POS_TOL, f
+
+
+def test_a_z_up_amass_file_stands_upright_with_its_pelvis_where_amass_puts_it(tmp_path):
+    rng = np.random.default_rng(8)
+    upright = standing_poses(rng, 20)
+    poses = amass_root(upright)
+    trans = np.column_stack([np.linspace(0, 1, 20), np.linspace(0, 0.5, 20), 0.9 + 0.02 * rng.normal(size=20)])
+    path = tmp_path / "amass_walk.npz"
+    np.savez(path, poses=poses.reshape(20, 72), trans=trans, betas=rng.normal(size=16), gender=np.array("neutral"),
+             mocap_framerate=np.array(30.0))
+    set_fps(30)
+    bpy.context.scene.cursor.location = (1.0, -2.0, 0.25)
+    arm = imported(path)
+    assert np.allclose(arm.smpl_ik.betas[:], 0.0)            # SMPL's betas do not carry to the open body
+    j0 = load_body_model().rest_joints(np.zeros(10))[0]
+    for f in range(20):
+        local, _ = bones_as_smpl(arm, f + 1)
+        head = np.array(arm.matrix_world @ arm.pose.bones["head"].head)
+        pelvis = np.array(arm.matrix_world @ arm.pose.bones["pelvis"].head)
+        assert head[2] - pelvis[2] > 0.2, f                               # upright in Blender's Z
+        # AMASS: the pelvis is at rest pelvis + trans in the Z-up world, here from the cursor
+        assert np.abs(pelvis - (np.array([1.0, -2.0, 0.25]) + j0 + trans[f])).max() < 1e-5, f
+        assert geodesic_angle(local[1:], axis_angle_to_matrix(upright[f, 1:])).max() < ROT_TOL
+        assert geodesic_angle(local[0], axis_angle_to_matrix(upright[f, 0])) < ROT_TOL   # turned upright
+
+
+def test_the_up_axis_can_be_forced(tmp_path):
+    """Forcing Y on an AMASS file lays the body down (its root orientation taken as is)."""
+    rng = np.random.default_rng(9)
+    poses = amass_root(standing_poses(rng, 3, scale=0.05))
+    path = tmp_path / "z.npz"
+    np.savez(path, poses=poses.reshape(3, 72), mocap_framerate=np.array(24.0))
+    set_fps(24)
+    arm = imported(path, up_axis="Y")
+    local, _ = bones_as_smpl(arm, 1)
+    assert geodesic_angle(local[0], axis_angle_to_matrix(poses[0, 0])) < ROT_TOL
+    head, pelvis = (np.array(arm.pose.bones[n].head) for n in ("head", "pelvis"))
+    assert abs(head[2] - pelvis[2]) < 0.15 and np.linalg.norm(head - pelvis) > 0.3   # lying
+
+
+def write_clip(path, rng, frames, fps, width=72):
+    poses = rng.normal(scale=0.3, size=(frames, width))
+    poses[:, :3] = standing_poses(rng, frames)[:, 0]
+    trans = np.cumsum(rng.normal(scale=0.02, size=(frames, 3)), axis=0)
+    np.savez(path, poses=poses, trans=trans, mocap_framerate=np.array(float(fps)), gender=np.array("neutral"))
+    return poses, trans
+
+
+def test_120_fps_at_30_keeps_every_4th_frame(tmp_path):
+    rng = np.random.default_rng(10)
+    poses, trans = write_clip(tmp_path / "fast.npz", rng, 121, 120)
+    set_fps(30)
+    arm = imported(tmp_path / "fast.npz")
+    assert keyed_frames(arm) == (1, 31)
+    for k in range(31):
+        local, pelvis = bones_as_smpl(arm, k + 1)
+        assert geodesic_angle(local, axis_angle_to_matrix(poses[4 * k].reshape(24, 3))).max() < ROT_TOL
+        assert np.abs(pelvis - rest_pelvis(arm) - trans[4 * k]).max() < POS_TOL
+
+
+def test_60_fps_at_25_slerps_between_source_frames(tmp_path):
+    rng = np.random.default_rng(11)
+    poses, trans = write_clip(tmp_path / "sixty.npz", rng, 61, 60)
+    set_fps(25)
+    arm = imported(tmp_path / "sixty.npz")
+    assert keyed_frames(arm) == (1, 26)
+    times = np.arange(61) / 60.0
+    for k in (3, 7, 12):                      # 0.12 s, 0.28 s, 0.48 s: between source frames
+        t = k / 25.0
+        local, pelvis = bones_as_smpl(arm, k + 1)
+        for j in range(24):
+            rot = Rotation.from_rotvec(poses[:, 3 * j:3 * j + 3])
+            expected = Slerp(times, rot)([t]).as_matrix()[0]
+            assert geodesic_angle(local[j], expected) < ROT_TOL, (k, j)
+        expected_trans = [np.interp(t, times, trans[:, c]) for c in range(3)]
+        assert np.abs(pelvis - rest_pelvis(arm) - expected_trans).max() < POS_TOL
+
+
+@pytest.mark.parametrize("width", [156, 165])
+def test_smplh_and_smplx_files_import_their_22_body_joints(tmp_path, width):
+    rng = np.random.default_rng(width)
+    poses, trans = write_clip(tmp_path / f"w{width}.npz", rng, 4, 30, width=width)
+    set_fps(30)
+    arm = imported(tmp_path / f"w{width}.npz")
+    for f in range(4):
+        local, pelvis = bones_as_smpl(arm, f + 1)
+        assert geodesic_angle(local[:22], axis_angle_to_matrix(poses[f, :66].reshape(22, 3))).max() < ROT_TOL
+        assert geodesic_angle(local[22:], np.eye(3)).max() < ROT_TOL         # SMPL's hands: not in the file
+        assert np.abs(pelvis - rest_pelvis(arm) - trans[f]).max() < POS_TOL
+
+
+def test_frame_options_set_where_the_keys_go(tmp_path):
+    rng = np.random.default_rng(12)
+    write_clip(tmp_path / "take.npz", rng, 10, 60)
+    set_fps(30)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 250
+    arm = imported(tmp_path / "take.npz", keep_source_rate=True, frame_start=101, set_frame_range=False)
+    fcurves = [fc for fc in _curves(arm)]
+    assert len(fcurves) == 24 * 4 + 3
+    assert all(len(fc.keyframe_points) == 10 for fc in fcurves)
+    assert {fc.keyframe_points[0].co[0] for fc in fcurves} == {101.0}
+    assert (scene.frame_start, scene.frame_end) == (1, 250)
+
+
+def _curves(arm):
+    action = arm.animation_data.action
+    if hasattr(action, "layers"):
+        from bpy_extras import anim_utils
+
+        return anim_utils.action_get_channelbag_for_slot(action, arm.animation_data.action_slot).fcurves
+    return action.fcurves
+
+
+def test_a_user_smpl_file_of_the_gender_is_used_and_takes_the_betas(ext, tmp_path):
+    folder = tmp_path / "bodies"
+    folder.mkdir()
+    arrays = dict(np.load(blender_session.ROOT / "models/body/open_smpl_neutral.npz"))
+    arrays.pop("gender", None)
+    np.savez(folder / "SMPL_FEMALE.npz", **dict(arrays, v_template=arrays["v_template"] * 0.95))
+    np.savez(folder / "SMPL_MALE.npz", **arrays)
+    bpy.context.preferences.addons[ext.__name__].preferences.body_folder = str(folder)
+    try:
+        rng = np.random.default_rng(13)
+        betas = rng.normal(size=16)
+        np.savez(tmp_path / "her.npz", poses=rng.normal(scale=0.2, size=(3, 156)), betas=betas,
+                 gender=np.array(b"female"), mocap_frame_rate=np.array(30.0))
+        set_fps(30)
+        arm = imported(tmp_path / "her.npz")
+        assert arm.smpl_ik.body_path == str(folder / "SMPL_FEMALE.npz")
+        assert np.allclose(arm.smpl_ik.betas[:], betas[:10], atol=1e-6)     # the first 10 of 16
+    finally:
+        bpy.context.preferences.addons[ext.__name__].preferences.body_folder = ""
+
+
+def test_onto_the_active_body(tmp_path):
+    rng = np.random.default_rng(14)
+    poses, trans = write_clip(tmp_path / "again.npz", rng, 5, 30)
+    set_fps(30)
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    arm.location = (3.0, 0.0, 0.0)
+    before = data_counts()
+    assert imported(tmp_path / "again.npz", target="ACTIVE") == arm
+    assert data_counts()[:3] == before[:3] and data_counts()[3] == before[3] + 1
+    local, pelvis = bones_as_smpl(arm, 3)
+    assert geodesic_angle(local, axis_angle_to_matrix(poses[2].reshape(24, 3))).max() < ROT_TOL
+    assert tuple(arm.location) == (3.0, 0.0, 0.0)
+
+
+# --- export ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("up", ["Z", "Y"])
+def test_export_then_import_gives_the_file_back(tmp_path, retargeted, up):
+    source, data = retargeted
+    set_fps(30)
+    arm = imported(source, keep_source_rate=True)
+    out = tmp_path / f"back_{up}.npz"
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.smpl_ik.export_motion(filepath=str(out), up_axis=up) == {"FINISHED"}
+    with np.load(out, allow_pickle=False) as d:
+        written = {k: d[k] for k in d.files}
+    assert written["poses"].shape == data["poses"].shape and str(written["gender"]) == "neutral"
+    assert float(written["mocap_framerate"]) == 30.0 and str(written["up_axis"]) == up
+    assert np.allclose(written["betas"], data["betas"], atol=1e-6)
+    if up == "Y":   # SMPL's frame: the numbers are the source file's
+        assert geodesic_angle(axis_angle_to_matrix(written["poses"].reshape(-1, 24, 3)),
+                              axis_angle_to_matrix(data["poses"].reshape(-1, 24, 3).astype(np.float64))).max() < ROT_TOL
+        assert np.abs(written["trans"] - data["trans"]).max() < POS_TOL
+    again = imported(out, keep_source_rate=True)
+    assert again != arm
+    for f in range(0, len(data["poses"]), 5):
+        first, p1 = bones_as_smpl(arm, f + 1)
+        second, p2 = bones_as_smpl(again, f + 1)
+        assert geodesic_angle(first, second).max() < ROT_TOL and np.abs(p1 - p2).max() < POS_TOL
+
+
+def test_export_of_hand_keyed_poses_includes_the_frames_between_keys(tmp_path):
+    """Sparse keys (Bezier) are exported as Blender plays them, frame by frame."""
+    solving = importlib.import_module(blender_session.MODULE + ".addon.solving")
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    rng = np.random.default_rng(15)
+    for frame in (1, 6, 11):
+        for name in ("left_elbow", "spine2", "pelvis"):
+            arm.pose.bones[name].rotation_quaternion = Rotation.from_rotvec(rng.normal(scale=0.5, size=3)).as_quat()[[3, 0, 1, 2]]
+        arm.pose.bones["pelvis"].location = rng.normal(scale=0.1, size=3)
+        solving.keyframe_pose(arm, frame)
+    shown = [bones_as_smpl(arm, f) for f in range(1, 12)]
+    out = tmp_path / "keyed.npz"
+    assert bpy.ops.smpl_ik.export_motion(filepath=str(out), frame_start=1, frame_end=11, up_axis="Y") == {"FINISHED"}
+    with np.load(out) as d:
+        poses, trans = d["poses"].reshape(-1, 24, 3), d["trans"]
+    assert len(poses) == 11
+    for f, (local, pelvis) in enumerate(shown):
+        assert geodesic_angle(axis_angle_to_matrix(poses[f]), local).max() < ROT_TOL, f
+        assert np.abs(trans[f] - (pelvis - rest_pelvis(arm))).max() < POS_TOL, f
+
+
+def test_export_with_a_constraint_writes_what_blender_shows(tmp_path):
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    solving = importlib.import_module(blender_session.MODULE + ".addon.solving")
+    for frame, angle in ((1, 0.2), (5, 1.2)):
+        arm.pose.bones["left_elbow"].rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
+        solving.keyframe_pose(arm, frame)
+    limit = arm.pose.bones["left_elbow"].constraints.new("LIMIT_ROTATION")
+    limit.use_limit_z, limit.min_z, limit.max_z, limit.owner_space = True, -0.5, 0.5, "LOCAL"
+    shown = [bones_as_smpl(arm, f)[0] for f in range(1, 6)]
+    out = tmp_path / "limited.npz"
+    assert bpy.ops.smpl_ik.export_motion(filepath=str(out), frame_start=1, frame_end=5) == {"FINISHED"}
+    with np.load(out) as d:
+        poses = d["poses"].reshape(-1, 24, 3)
+    elbow = JOINT_NAMES.index("left_elbow")
+    angles = [geodesic_angle(axis_angle_to_matrix(poses[f, elbow]), np.eye(3)) for f in range(5)]
+    assert max(angles) < 0.5 + 1e-4 and angles[-1] > 0.5 - 1e-4             # the limit, not the key's 1.2
+    for f in range(5):
+        assert geodesic_angle(axis_angle_to_matrix(poses[f, 1:]), shown[f][1:]).max() < ROT_TOL
+
+
+def test_export_of_a_still_body_writes_its_pose(tmp_path):
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    arm.pose.bones["right_knee"].rotation_quaternion = (0.8, 0.6, 0.0, 0.0)
+    local, pelvis = bones_as_smpl(arm, 1)
+    out = tmp_path / "pose.npz"
+    assert bpy.ops.smpl_ik.export_motion(filepath=str(out), up_axis="Y") == {"FINISHED"}
+    with np.load(out) as d:
+        assert d["poses"].shape == (1, 72)
+        assert geodesic_angle(axis_angle_to_matrix(d["poses"].reshape(24, 3)), local).max() < ROT_TOL
+
+
+def test_a_failing_export_leaves_no_file_and_no_temporary(tmp_path, monkeypatch):
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    target = tmp_path / "motion.npz"
+    target.write_bytes(b"the previous export")
+
+    def half_then_fail(fh, **arrays):
+        fh.write(b"PK\x03\x04 half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", half_then_fail)
+    with pytest.raises(RuntimeError, match="motion.npz: No space left on device"):
+        bpy.ops.smpl_ik.export_motion(filepath=str(target))
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["motion.npz"] and target.read_bytes() == b"the previous export"
+    with pytest.raises(RuntimeError, match="cannot write"):
+        bpy.ops.smpl_ik.export_motion(filepath=str(target / "inside_a_file.npz"))
+    assert os.listdir(tmp_path) == ["motion.npz"]
+
+
+def test_export_without_a_body_says_what_to_select(tmp_path):
+    with pytest.raises(RuntimeError, match="select an SMPL-IK body"):
+        bpy.ops.smpl_ik.export_motion(filepath=str(tmp_path / "x.npz"))
+    assert not (tmp_path / "x.npz").exists()
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+def _bad(path, case):
+    rng = np.random.default_rng(16)
+    if case == "three values":
+        np.savez(path, poses=rng.normal(size=(5, 3)), mocap_framerate=np.array(30.0))
+    elif case == "nan":
+        poses = rng.normal(size=(5, 72))
+        poses[3, 10] = np.nan
+        np.savez(path, poses=poses)
+    elif case == "gender":
+        np.savez(path, poses=rng.normal(size=(5, 72)), gender=np.array("alien"))
+    elif case == "not npz":
+        path.write_text("poses: 1 2 3\n")
+
+
+BAD = {"three values": r"array 'poses' has shape \(5, 3\); expected \(frames, 72\)",
+       "nan": r"array 'poses' has nan at frame 3, joint 3 \(spine1\)",
+       "gender": r"array 'gender' is 'alien'; expected one of neutral, male, female",
+       "not npz": r"not a readable motion file",
+       "missing": r"no such file"}
+
+
+@pytest.mark.parametrize("target", ["NEW", "ACTIVE"])
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_names_the_file_and_leaves_the_scene_untouched(tmp_path, case, target):
+    path = tmp_path / f"bad_{case.replace(' ', '_')}.npz"
+    _bad(path, case)
+    if target == "ACTIVE":
+        assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    frames = bpy.context.scene.frame_start, bpy.context.scene.frame_end
+    before = data_counts()
+    with pytest.raises(RuntimeError, match=f"{path.name}: {BAD[case]}"):
+        bpy.ops.smpl_ik.import_motion(filepath=str(path), target=target)
+    assert data_counts() == before and (bpy.context.scene.frame_start, bpy.context.scene.frame_end) == frames
+
+
+def test_active_target_without_a_body_says_what_to_select(tmp_path):
+    write_clip(tmp_path / "fine.npz", np.random.default_rng(17), 3, 30)
+    with pytest.raises(RuntimeError, match="select an SMPL-IK body"):
+        bpy.ops.smpl_ik.import_motion(filepath=str(tmp_path / "fine.npz"), target="ACTIVE")
+    assert data_counts() == (0, 0, 0, 0)
+
+
+def test_menus_offer_import_and_export():
+    import_menu = bpy.types.TOPBAR_MT_file_import
+    export_menu = bpy.types.TOPBAR_MT_file_export
+    names = {getattr(f, "__name__", "") for f in import_menu._dyn_ui_initialize()}
+    assert "_menu_import" in names
+    assert "_menu_export" in {getattr(f, "__name__", "") for f in export_menu._dyn_ui_initialize()}
