@@ -230,15 +230,23 @@ def test_twist_bones_between_joints_follow_without_kinks():
     proxy = fit(rig)
     assert {it.bone for it in rig.smpl_ik_rig.mapping} == set(MIXAMO.values()) | {""}
     drag_left_wrist(proxy, (-10.0, -15.0, 15.0))
-    for side in ("Left", "Right"):
-        s = side.lower()
-        joints = {j: head(proxy, f"{s}_{j}") for j in ("shoulder", "elbow", "wrist", "hip", "knee")}
-        for bone, joint in (("ForeArm", "elbow"), ("Hand", "wrist"), ("Leg", "knee")):
-            assert np.linalg.norm(head(rig, side + bone) - joints[joint]) < 1.0, (side, bone)   # cm
-        for twist, a, b in (("ArmTwist", "shoulder", "elbow"), ("UpLegTwist", "hip", "knee"),
-                            ("ForeArmTwist", "elbow", "wrist")):
-            off, f = on_segment(head(rig, side + twist), joints[a], joints[b])
-            assert off < 0.2 and 0.4 < f < 0.6, (side, twist, off, f)
+    joints = {j: head(proxy, j) for j in JOINT_NAMES}
+
+    def straight_limbs():
+        for side in ("Left", "Right"):
+            s = side.lower()
+            for bone, joint in (("ForeArm", "elbow"), ("Hand", "wrist"), ("Leg", "knee")):
+                assert np.linalg.norm(head(rig, side + bone) - joints[f"{s}_{joint}"]) < 1.0, (side, bone)   # cm
+            for twist, a, b in (("ArmTwist", "shoulder", "elbow"), ("UpLegTwist", "hip", "knee"),
+                                ("ForeArmTwist", "elbow", "wrist")):
+                off, f = on_segment(head(rig, side + twist), joints[f"{s}_{a}"], joints[f"{s}_{b}"])
+                assert off < 0.2 and 0.4 < f < 0.6, (side, twist, off, f)
+
+    straight_limbs()
+    bpy.context.view_layer.objects.active = rig   # the twist bones are keyed with the rest
+    assert bpy.ops.smpl_ik.transfer_to_rig(frame_start=1, frame_end=1, remove_drive=True) == {"FINISHED"}
+    update()
+    straight_limbs()
 
 
 def fcurves(action):
