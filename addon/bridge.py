@@ -6,7 +6,7 @@ foreach_get / foreach_set. Nothing else in the add-on converts.
 """
 import numpy as np
 
-from ..models.core.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from ..models.core.rotations import matrix_to_quat_wxyz, quat_wxyz_multiply, quat_wxyz_to_matrix
 from ..models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 
 # Blender from SMPL: +90 degrees about X (SMPL's up Y becomes Z, its front +Z becomes -Y).
@@ -126,6 +126,28 @@ def bone_quats_to_smpl_pose(quats, axes):
     """Pose-bone quaternions (..., 24, 4) w first to SMPL local rotations (..., 24, 3, 3)."""
     c = BLENDER_FROM_SMPL
     return c.T @ axes @ quat_wxyz_to_matrix(quats) @ np.swapaxes(axes, -1, -2) @ c
+
+
+def _smpl_from_bone_quats(axes):
+    """(24, 4) quaternions of C^T B: SMPL's frame from each bone's rest axes."""
+    return matrix_to_quat_wxyz(BLENDER_FROM_SMPL.T @ np.asarray(axes))
+
+
+def smpl_quats_to_bone_quats(quats, axes):
+    """SMPL local rotations as quaternions (..., 24, 4) to pose-bone quaternions (..., 24, 4),
+    both w first: smpl_pose_to_bone_quats in quaternion algebra (no matrices; for long
+    motions). The signs are not normalised."""
+    m = _smpl_from_bone_quats(axes)
+    return quat_wxyz_multiply(m * [1.0, -1.0, -1.0, -1.0], quat_wxyz_multiply(quats, m))
+
+
+def bone_quats_to_smpl_quats(quats, axes):
+    """Pose-bone quaternions (..., 24, 4) (normalised here) to SMPL local rotations as
+    quaternions (..., 24, 4), both w first: the inverse of smpl_quats_to_bone_quats."""
+    quats = np.asarray(quats, dtype=np.float64)
+    quats = quats / np.linalg.norm(quats, axis=-1, keepdims=True)
+    m = _smpl_from_bone_quats(axes)
+    return quat_wxyz_multiply(m, quat_wxyz_multiply(quats, m * [1.0, -1.0, -1.0, -1.0]))
 
 
 def pose_matrices_to_smpl(matrices, axes):

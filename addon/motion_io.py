@@ -18,7 +18,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..models.body.model import NUM_BETAS, OPEN_BODY_PATH, load_body_model, open_body_path
 from ..models.core.errors import SmplIkError
-from ..models.core.rotations import axis_angle_to_quat_wxyz, matrix_to_axis_angle, quat_wxyz_to_matrix
+from ..models.core.rotations import axis_angle_to_quat_wxyz, matrix_to_axis_angle, quat_wxyz_to_axis_angle
 from ..models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 from ..models.motion import amass
 from ..models.motion.resample import continuous_quats, resample_motion, resample_timing
@@ -217,7 +217,7 @@ def import_motion(context, options, progress=lambda fraction: None):
         poses, trans = _smpl_frame_motion(motion, up, _pelvis_rest(arm))
         quats, trans = resample_motion(axis_angle_to_quat_wxyz(poses), trans, timing)
         axes = bridge.bone_axes(arm)
-        bone_quats = continuous_quats(bridge.smpl_pose_to_bone_quats(quat_wxyz_to_matrix(quats), axes))
+        bone_quats = continuous_quats(bridge.smpl_quats_to_bone_quats(quats, axes))
         location = bridge.root_location_from_trans(trans, axes)
         progress(0.3)
         action, kept = _new_action(arm, Path(motion.path).stem)
@@ -513,26 +513,27 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
         frames = np.arange(start, end + 1)
         if reasons:
             local, trans = evaluated_pose(context, arm, frames, lambda f: progress(0.9 * f))
+            poses = matrix_to_axis_angle(local)
             source = "evaluated"
         else:
             quats, location = keyed_channels(arm, frames, lambda f: progress(0.9 * f))
-            local = bridge.bone_quats_to_smpl_pose(quats, axes)
+            poses = quat_wxyz_to_axis_angle(bridge.bone_quats_to_smpl_quats(quats, axes))
             trans = bridge.trans_from_root_location(location, axes)
             source = "keys"
     else:
         context.view_layer.update()
         if reasons:
             local, trans = pose_from_matrices(_pose_matrices(arm)[None], axes, pelvis)
+            poses = matrix_to_axis_angle(local)
             source = "evaluated"
         else:
             quats, location = bridge.read_channels(arm)
-            local = bridge.bone_quats_to_smpl_pose(quats[None], axes)
+            poses = quat_wxyz_to_axis_angle(bridge.bone_quats_to_smpl_quats(quats[None], axes))
             trans = bridge.trans_from_root_location(location[None], axes)
             source = "pose"
     moved = [n for n in JOINT_NAMES[1:] if any(abs(v) > 1e-9 for v in arm.pose.bones[n].location)]
     if moved:
         notes.append(f"the locations of {', '.join(moved[:3])} are not exported (SMPL's joints only rotate)")
-    poses = matrix_to_axis_angle(local)
     if options.up_axis == "Z":
         poses, trans = amass.z_up_from_smpl_frame(poses, trans, pelvis)
     body_model = open_body_name(arm.smpl_ik.body_path) or Path(arm.smpl_ik.body_path).name

@@ -420,3 +420,18 @@ def test_menus_offer_import_and_export():
     names = {getattr(f, "__name__", "") for f in import_menu._dyn_ui_initialize()}
     assert "_menu_import" in names
     assert "_menu_export" in {getattr(f, "__name__", "") for f in export_menu._dyn_ui_initialize()}
+
+
+def test_the_bridges_quaternion_and_matrix_conversions_agree(bridge):
+    """Two implementations, one answer: the import's quaternion algebra and the bridge's
+    matrices (write_pose's path) give the same pose-bone rotations, and invert each other."""
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    axes = bridge.bone_axes(bpy.context.active_object)
+    from models.core.rotations import axis_angle_to_quat_wxyz
+
+    aa = np.random.default_rng(18).normal(size=(50, 24, 3))
+    by_quats = bridge.smpl_quats_to_bone_quats(axis_angle_to_quat_wxyz(aa), axes)
+    by_matrices = bridge.smpl_pose_to_bone_quats(axis_angle_to_matrix(aa), axes)
+    assert np.allclose(np.abs(np.sum(by_quats * by_matrices, -1)), 1.0, atol=1e-12)
+    back = bridge.bone_quats_to_smpl_quats(-3.0 * by_quats, axes)          # any scale and sign
+    assert np.allclose(np.abs(np.sum(back * axis_angle_to_quat_wxyz(aa), -1)), 1.0, atol=1e-12)
