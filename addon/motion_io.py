@@ -477,14 +477,21 @@ def evaluated_pose(context, arm, frames, progress=lambda fraction: None):
     scene = context.scene
     original = scene.frame_current, scene.frame_subframe
     mats = np.empty((len(frames), NUM_JOINTS, 4, 4))
+    # the skinned mesh need not follow while the bones are read: its modifiers rest meanwhile
+    mesh = arm.smpl_ik.mesh
+    resting = [m for m in mesh.modifiers if m.show_viewport] if mesh is not None else []
     live.suspended.append(True)
     try:
+        for m in resting:
+            m.show_viewport = False
         for k, frame in enumerate(frames):
             scene.frame_set(int(frame))
             mats[k] = _pose_matrices(arm)
             if k % 64 == 0:
                 progress(k / len(frames))
     finally:
+        for m in resting:
+            m.show_viewport = True
         live.suspended.pop()
         scene.frame_set(original[0], subframe=original[1])
     return pose_from_matrices(mats, bridge.bone_axes(arm), _pelvis_rest(arm))
