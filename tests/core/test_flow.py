@@ -7,6 +7,7 @@ from conftest import measured_effector_errors, smoke_train
 from models.core.errors import SmplIkError
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
+from models.body.measure import DENSITY
 from models.ik.cost import Segments, effort, pose_cost
 from models.ik.effectors import Effector
 from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DIMS, PoseFlow
@@ -133,7 +134,7 @@ def test_smoke_training_lowers_the_loss(tmp_path, rng):
 def test_cost_prefers_a_hanging_arm_and_counts_the_body_mass(open_body):
     seg = Segments.from_body(open_body)
     volume = open_body.shaped_vertices(np.zeros(10))[open_body.faces]
-    total = np.einsum("fi,fi->f", volume[:, 0], np.cross(volume[:, 1], volume[:, 2])).sum() / 6 * 1000
+    total = np.einsum("fi,fi->f", volume[:, 0], np.cross(volume[:, 1], volume[:, 2])).sum() / 6 * DENSITY
     assert abs(seg.mass.sum() - total) < 1e-6 * total and 40 < total < 120
     rest = open_body.rest_joints(np.zeros(10))
     t_pose = np.tile(np.eye(3), (NUM_JOINTS, 1, 1))
