@@ -120,7 +120,8 @@ def main(argv=None):
         median = float(np.median(seconds))
         result[name] = {"seconds_median": round(median, 3), "frames_per_s": round(frames[name] / median)}
     result["import_resampled"]["keys"] = args.frames // 4
-    result["round_trip"] = {k: float(f"{v:.3g}") for k, v in errors.items()}
+    result["round_trip"] = {"rotation_urad_max": round(errors["rotation_rad_max"] * 1e6, 3),
+                            "trans_um_max": round(errors["trans_m_max"] * 1e6, 3)}
     labels = {"import": "import, keys at the file's 30 fps", "import_resampled": "import, 120 fps resampled to 30",
               "export": "export from keys", "export_evaluated": "export evaluated frame by frame"}
     for name, label in labels.items():
