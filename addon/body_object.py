@@ -13,13 +13,14 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..models.body.model import NUM_BETAS, load_body_model
+from ..models.body.measure import BETA_LIMIT, measure
+from ..models.body.model import NUM_BETAS, load_body_model, open_body_path
 from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_NAMES, PARENTS
 from . import bridge
 
 SHAPE_KEY_PREFIX = "beta_"
-SHAPE_KEY_RANGE = 10.0
+SHAPE_KEY_RANGE = BETA_LIMIT   # 10: the range measure.fit_measurements keeps betas in
 
 
 def is_body(obj):
@@ -36,7 +37,24 @@ def body_of(obj):
 
 
 def body_model_of(arm_obj):
-    return load_body_model(arm_obj.smpl_ik.body_path or None)
+    """The BodyModel of a body: its file, or (no file) the open body of its gender."""
+    props = arm_obj.smpl_ik
+    return load_body_model(props.body_path or open_body_path(props.gender or "neutral"))
+
+
+_measured = {}
+
+
+def measurements_of(arm_obj):
+    """models.body.measure.Measurements (height, weight) of a body's applied shape, remembered
+    for the panel, which asks on every redraw."""
+    props = arm_obj.smpl_ik
+    key = (props.body_path, props.gender, tuple(props.applied_betas))
+    if key not in _measured:
+        if len(_measured) > 32:
+            _measured.clear()
+        _measured[key] = measure(body_model_of(arm_obj), np.array(props.applied_betas[:]))
+    return _measured[key]
 
 
 @contextlib.contextmanager
@@ -91,7 +109,8 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
     place the bones there instead of at the body's joints (a rig's proxy); the armature's
     origin is then at `location` and the caller places the armature and the mesh.
     Everything that can fail (reading the body file) happens before this is called, so a
-    failure leaves the scene untouched.
+    failure leaves the scene untouched. body_path: the file to reload `body` from; empty for
+    an open body (the object records `body.gender`, which picks the open body to reload).
     """
     betas = np.zeros(NUM_BETAS) if betas is None else np.asarray(betas, dtype=np.float64)
     joints = bridge.to_blender(body.rest_joints(betas) if rest_joints is None else rest_joints)
@@ -134,6 +153,7 @@ def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0,
     props = arm_obj.smpl_ik
     props.is_body = True
     props.body_path = body_path
+    props.gender = body.gender   # with no file, picks the open body of that gender
     props.mesh = mesh_obj
     props.applied_betas = betas.tolist()
     props.betas = betas.tolist()  # equal to applied_betas: no update runs

@@ -1,8 +1,9 @@
 """The sidebar tab "SMPL-IK" in the 3D viewport, and the pose-mode shortcut for effectors."""
 import bpy
 
+from ..models.core.errors import SmplIkError
 from . import live, photo
-from .body_object import body_of, is_body
+from .body_object import body_of, is_body, measurements_of
 from .effectors import effectors_of, is_effector
 from .rig import is_custom_rig
 
@@ -42,6 +43,16 @@ class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
         for k in range(len(props.betas)):
             col.prop(props, "betas", index=k, text=f"Beta {k}", slider=True)
         box.operator("smpl_ik.reset_shape", icon="LOOP_BACK")
+        try:
+            now = measurements_of(arm)
+            box.label(text=f"{now.height:.3f} m, {now.weight:.1f} kg ({props.gender})")
+        except SmplIkError as exc:
+            box.label(text=str(exc), icon="ERROR")
+        row = box.row(align=True)
+        row.prop(props, "target_height")
+        row.prop(props, "target_weight")
+        op = box.operator("smpl_ik.set_measurements", icon="FULLSCREEN_ENTER")
+        op.height, op.weight = props.target_height, props.target_weight
         if props.status:
             box.label(text=props.status, icon="ERROR")
 

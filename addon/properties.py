@@ -36,7 +36,15 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
     is_body: BoolProperty(name="SMPL-IK body", default=False, options={"HIDDEN"})
     body_path: StringProperty(
         name="Body file", subtype="FILE_PATH",
-        description="SMPL-family file this body was built from (empty: the open body)")
+        description="SMPL-family file this body was built from (empty: the open body of its gender)")
+    gender: StringProperty(name="Gender", default="neutral",
+                           description="The body's gender (neutral, female or male); with no body file "
+                                       "it names the open body")
+    target_height: FloatProperty(name="Height", default=1.75, subtype="DISTANCE", unit="LENGTH", precision=3,
+                                 description="Height to give the body (metres, top of the head to the sole "
+                                             "in the rest pose) with Set Height and Weight")
+    target_weight: FloatProperty(name="Weight", default=75.0, unit="MASS", precision=1,
+                                 description="Weight to give the body (kilograms) with Set Height and Weight")
     mesh: PointerProperty(name="Mesh", type=bpy.types.Object, description="The body's skinned mesh")
     betas: FloatVectorProperty(
         name="Shape", size=NUM_BETAS, default=[0.0] * NUM_BETAS,

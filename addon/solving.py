@@ -77,7 +77,7 @@ _contacts = {}
 def foot_contacts(arm):
     """The body's heel, ball and toe points (models.core.kinematics.AttachedPoints), for its
     file and shape (remembered: a drag asks on every step)."""
-    key = (arm.smpl_ik.body_path, tuple(round(b, 6) for b in arm.smpl_ik.applied_betas))
+    key = (arm.smpl_ik.body_path, arm.smpl_ik.gender, tuple(round(b, 6) for b in arm.smpl_ik.applied_betas))
     if key not in _contacts:
         _contacts.clear()
         _contacts[key] = body_model_of(arm).foot_contacts(np.array(arm.smpl_ik.applied_betas[:]))

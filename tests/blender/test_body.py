@@ -309,7 +309,8 @@ def test_user_body_folder_offers_files(ext, bridge, tmp_path):
     _prefs(ext).body_folder = str(tmp_path)
     ops = __import__(ext.__name__ + ".addon.operators", fromlist=["_body_items"])
     items = ops._body_items(None, bpy.context)
-    assert [i[1] for i in items] == ["Open body (neutral)", "SMPL_MALE.npz", "broken.pkl"]
+    assert [i[1] for i in items] == ["Open body (neutral)", "Open body (female)", "Open body (male)",
+                                     "SMPL_MALE.npz", "broken.pkl"]
     arm = add_body(body=str(tmp_path / "SMPL_MALE.npz"))
     expected = load_body_model(tmp_path / "SMPL_MALE.npz").rest_joints(np.zeros(10))
     assert np.abs(bridge.bone_heads(arm) - bridge.to_blender(expected)).max() < TOL
