@@ -46,11 +46,11 @@ def _scene_fps(scene):
     return scene.render.fps / scene.render.fps_base
 
 
-def open_body_name(body_path):
-    """'open_smpl_<gender>' for a body file that is one of the shipped open bodies ('' is the
-    neutral one), else None."""
+def open_body_name(body_path, body):
+    """'open_smpl_<gender>' for a body (`body`, its BodyModel) that is one of the shipped open
+    bodies (no file, or a file among them), else None."""
     if not body_path:
-        return OPEN_PREFIX + "neutral"
+        return OPEN_PREFIX + body.gender
     path = Path(bpy.path.abspath(body_path))
     if path.parent.resolve() == OPEN_BODY_PATH.parent.resolve() and path.stem.startswith(OPEN_PREFIX):
         return path.stem
@@ -118,15 +118,15 @@ def _body_for_gender(context, motion):
     if not path.is_file():
         notes.append(f"this installation has no open {gender} body: the neutral one")
         path = OPEN_BODY_PATH
-    return load_body_model(path), "" if path == OPEN_BODY_PATH else str(path), notes
+    return load_body_model(path), "", notes   # no file: the body's gender names its open body
 
 
-def _carried_betas(motion, body_path, notes):
+def _carried_betas(motion, body_path, body, notes):
     """(10,) the file's betas as the body's shape, or None where they do not carry over: they
     carry onto a user's SMPL file (cut or padded to 10), and onto an open body only when the
     file says its betas are that body's (this project's own files)."""
     betas = motion.betas
-    open_name = open_body_name(body_path)
+    open_name = open_body_name(body_path, body)
     if open_name is not None and motion.body_model != open_name:
         if betas.size and np.any(betas):
             notes.append(f"the file's betas are in the shape space of {motion.body_model or 'SMPL'}, which the "
@@ -181,7 +181,7 @@ def import_motion(context, options, progress=lambda fraction: None):
         arm = None
         body, body_path, more = _body_for_gender(context, motion)
         notes += more
-    betas = _carried_betas(motion, body_path, notes)
+    betas = _carried_betas(motion, body_path, body, notes)
     if options.up_axis == "AUTO":
         up = amass.detect_up_axis(motion.poses, motion.up_axis)
     else:
@@ -207,6 +207,9 @@ def import_motion(context, options, progress=lambda fraction: None):
             arm = create_body(context, body, body_path=body_path, name=f"SMPL-IK {Path(motion.path).stem}",
                               location=scene.cursor.location.copy(), betas=betas)
             created += [arm.smpl_ik.mesh, arm]
+            if not body_path and body.path.resolve() != OPEN_BODY_PATH.resolve() and \
+                    "gender" not in arm.smpl_ik.bl_rna.properties:
+                arm.smpl_ik.body_path = str(body.path)   # a body without a gender property: name the file
             arm.location = scene.cursor.location   # the file's origin (its floor) at the cursor
         elif betas is not None and not np.allclose(arm.smpl_ik.applied_betas[:], betas, rtol=0, atol=1e-7):
             if arm.smpl_ik.rig is not None:
@@ -543,7 +546,7 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
         notes.append(f"the locations of {', '.join(moved[:3])} are not exported (SMPL's joints only rotate)")
     if options.up_axis == "Z":
         poses, trans = amass.z_up_from_smpl_frame(poses, trans, pelvis)
-    body_model = open_body_name(arm.smpl_ik.body_path) or Path(arm.smpl_ik.body_path).name
+    body_model = open_body_name(arm.smpl_ik.body_path, body) or Path(arm.smpl_ik.body_path).name
     progress(0.95)
     amass.write_motion_npz(path, poses, trans, betas, body.gender, _scene_fps(scene), body_model=body_model,
                            up_axis=options.up_axis)

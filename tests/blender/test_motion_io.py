@@ -435,3 +435,24 @@ def test_the_bridges_quaternion_and_matrix_conversions_agree(bridge):
     assert np.allclose(np.abs(np.sum(by_quats * by_matrices, -1)), 1.0, atol=1e-12)
     back = bridge.bone_quats_to_smpl_quats(-3.0 * by_quats, axes)          # any scale and sign
     assert np.allclose(np.abs(np.sum(back * axis_angle_to_quat_wxyz(aa), -1)), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("gender", ["female", "male"])
+def test_a_file_of_a_gender_goes_on_the_open_body_of_that_gender(tmp_path, gender):
+    from models.body.model import open_body_path
+
+    if not open_body_path(gender).is_file():
+        pytest.skip(f"no open {gender} body in this checkout")
+    rng = np.random.default_rng(19)
+    poses = standing_poses(rng, 4).reshape(4, 72)
+    np.savez(tmp_path / f"{gender}.npz", poses=poses, gender=np.array(gender), mocap_framerate=np.array(30.0),
+             betas=rng.normal(size=10))
+    set_fps(30)
+    arm = imported(tmp_path / f"{gender}.npz")
+    rest = load_body_model(open_body_path(gender)).rest_joints(np.zeros(10))
+    heads = C.T @ np.array([arm.data.bones[n].head_local for n in JOINT_NAMES]).T
+    assert np.abs(heads.T - rest).max() < POS_TOL                    # that body's skeleton, average shape
+    out = tmp_path / "back.npz"
+    assert bpy.ops.smpl_ik.export_motion(filepath=str(out)) == {"FINISHED"}
+    with np.load(out) as d:
+        assert str(d["gender"]) == gender and str(d["body_model"]) == f"open_smpl_{gender}"
