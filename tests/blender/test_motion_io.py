@@ -255,11 +255,16 @@ def test_onto_the_active_body(tmp_path):
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
     arm.location = (3.0, 0.0, 0.0)
+    importlib.import_module(blender_session.MODULE + ".addon.solving").keyframe_pose(arm, 1)
+    previous = arm.animation_data.action
     before = data_counts()
     assert imported(tmp_path / "again.npz", target="ACTIVE") == arm
     assert data_counts()[:3] == before[:3] and data_counts()[3] == before[3] + 1
-    local, pelvis = bones_as_smpl(arm, 3)
-    assert geodesic_angle(local, axis_angle_to_matrix(poses[2].reshape(24, 3))).max() < ROT_TOL
+    assert arm.animation_data.action.name == "again" and previous.use_fake_user   # the old one is kept
+    for f in range(5):
+        local, pelvis = bones_as_smpl(arm, f + 1)
+        assert geodesic_angle(local, axis_angle_to_matrix(poses[f].reshape(24, 3))).max() < ROT_TOL
+        assert np.abs(pelvis - rest_pelvis(arm) - trans[f]).max() < POS_TOL
     assert tuple(arm.location) == (3.0, 0.0, 0.0)
 
 
