@@ -92,7 +92,7 @@ class Imported:
 
     def describe(self):
         keys = self.frame_end - self.frame_start + 1
-        text = (f"Imported {Path(self.action.name).name}: {self.source_frames} frames at {self.source_fps:g} fps "
+        text = (f"Imported {self.action.name}: {self.source_frames} frames at {self.source_fps:g} fps "
                 f"as {keys} keys at {self.key_fps:g} fps (frames {self.frame_start}-{self.frame_end}) on "
                 f"{self.body.name} ({self.body_label}); up axis {self.up.axis}: {self.up.reason}")
         return text + "".join(f"; {n}" for n in self.notes)
@@ -101,8 +101,7 @@ class Imported:
 def _file(path_text, what):
     if not path_text:
         raise SmplIkError(f"no {what} file given")
-    path = Path(bpy.path.abspath(path_text))
-    return path
+    return Path(bpy.path.abspath(path_text))
 
 
 def _body_for_gender(context, motion):
@@ -126,6 +125,8 @@ def _carried_betas(motion, body_path, body, notes):
     carry onto a user's SMPL file (cut or padded to 10), and onto an open body only when the
     file says its betas are that body's (this project's own files)."""
     betas = motion.betas
+    if betas.size == 0:   # a file without betas leaves the shape as it is (a new body: average)
+        return None
     open_name = open_body_name(body_path, body)
     if open_name is not None and motion.body_model != open_name:
         if betas.size and np.any(betas):
@@ -196,7 +197,11 @@ def import_motion(context, options, progress=lambda fraction: None):
                      f"not the file's {source_fps:g}")
     timing = resample_timing(motion.num_frames, source_fps, key_fps)
     start = scene.frame_start if options.frame_start is None else int(options.frame_start)
-    notes += [n for n in motion.notes if "mocap_framerate" not in n]
+    for note in motion.notes:
+        if "no 'betas'" in note and options.target == "ACTIVE":
+            note = "no 'betas': the body keeps its shape"
+        if "mocap_framerate" not in note:
+            notes.append(note)
     progress(0.1)
 
     created = []
