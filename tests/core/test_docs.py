@@ -3,7 +3,7 @@
 A figure is quoted as `21.6<!--fig benchmark_cmu methods.smplik_6pt.mpjpe_mm--> mm`: the
 number, then an HTML comment (invisible when rendered) naming its JSON file and key. The file
 is docs/figures/NAME.json, or models/ik/weights/NAME.json for `weights/NAME` (the training
-records); the key is a dotted path (a key that itself holds dots, such as a zip's name, is
+records), or models/body/NAME.json for `body/NAME` (the open bodies' build records); the key is a dotted path (a key that itself holds dots, such as a zip's name, is
 found as written). The quoted number's decimals set the rounding it must match; thousands
 separators are allowed. After re-running a benchmark, rewrite every quoted figure from the
 JSON with
@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"
 WEIGHTS = ROOT / "models" / "ik" / "weights"
 SHARED_DATA = ROOT.parent / "shared" / "data"
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BODIES = ROOT / "models" / "body"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), BODIES / "README.md"]
 # Dated figures of past training runs, quoted as they were measured then: exempt from the
 # rule that every figure with a unit of time or size is marked (marked figures are checked).
 HISTORY = {"training_log.md"}
@@ -87,6 +88,8 @@ def code_blocks(language):
 def figure_file(name):
     if name.startswith("weights/"):
         return WEIGHTS / (name.removeprefix("weights/") + ".json")
+    if name.startswith("body/"):
+        return BODIES / (name.removeprefix("body/") + ".json")
     return FIGURES / (name + ".json")
 
 
