@@ -5,7 +5,10 @@ It samples adult phenotypes from anny's calibrated shape distribution, poses eac
 SMPL's T-pose with anny's own skinning, converts to SMPL's frame (Y up, facing +Z, metres),
 and derives SMPL's arrays: a 10-component shape space (PCA scaled so betas ~ N(0, 1)), a
 J_regressor fitted so its joints land on anny's anatomical joints across the
-population, skinning weights merged onto the 24 joints, zero posedirs, and landmark vertices.
+population, skinning weights merged onto the 24 joints, zero posedirs, landmark vertices, and
+the population's mean betas given height and volume (models.body.measure.MeasurementPrior,
+stored as plain arrays), with the height-and-weight fit's errors on held-out bodies in the
+JSON record written beside the .npz.
 
     .venv/bin/pip install -r requirements-build.txt
     .venv/bin/python scripts/build_open_body.py [--gender neutral|female|male] [--samples 600]
