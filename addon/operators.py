@@ -10,20 +10,23 @@ from bpy.props import (
     StringProperty,
 )
 
-from ..models.body.model import NUM_BETAS, load_body_model
+from ..models.body.measure import fit_measurements
+from ..models.body.model import GENDERS, NUM_BETAS, load_body_model, open_body_path
 from ..models.core.errors import SmplIkError
 from ..models.core.skeleton import JOINT_NAMES
 from . import photo, rig, solving
-from .body_object import body_of, create_body, is_body
+from .body_object import body_model_of, body_of, create_body, is_body
 from .effectors import DEFAULT_JOINTS, KINDS, create_effector, effectors_of, is_effector
 from .preferences import user_body_files
 
-OPEN_BODY = "OPEN"
+OPEN_BODY = "OPEN"   # the neutral open body; OPEN_FEMALE and OPEN_MALE the others
+OPEN_BODIES = {OPEN_BODY if g == "neutral" else f"{OPEN_BODY}_{g.upper()}": g for g in GENDERS}
 _enum_cache = []  # Blender needs enum item strings kept alive by Python
 
 
 def _body_items(self, context):
-    items = [(OPEN_BODY, "Open body (neutral)", "The shipped open SMPL-layout body (CC0 data)")]
+    items = [(key, f"Open body ({g})", f"The shipped open SMPL-layout body, {g} (CC0 data)")
+             for key, g in OPEN_BODIES.items()]
     for path in user_body_files(context):
         items.append((str(path), path.name, f"Your body file {path}"))
     _enum_cache[:] = items
@@ -38,20 +41,24 @@ class SMPL_IK_OT_add_body(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     body: EnumProperty(name="Body", items=_body_items,
-                       description="The open body, or one of your files from the preferences' folder")
+                       description="An open body (neutral, female or male), or one of your files from the "
+                                   "preferences' folder")
     filepath: StringProperty(name="File", subtype="FILE_PATH",
                              description="An SMPL-family file to use instead of the choice above")
 
     def execute(self, context):
-        path = self.filepath or ("" if self.body == OPEN_BODY else self.body)
+        gender = OPEN_BODIES.get(self.body, "neutral") if not self.filepath else "neutral"
+        path = self.filepath or ("" if self.body in OPEN_BODIES else self.body)
         try:
-            body = load_body_model(bpy.path.abspath(path) if path else None)
+            body = load_body_model(bpy.path.abspath(path) if path else open_body_path(gender))
         except SmplIkError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
             bpy.ops.object.mode_set(mode="OBJECT")
-        name = "SMPL-IK body" if not path else f"SMPL-IK {Path(path).stem}"
+        name = f"SMPL-IK {gender} body" if not path else f"SMPL-IK {Path(path).stem}"
+        if not path and gender == "neutral":
+            name = "SMPL-IK body"
         arm = create_body(context, body, body_path=path, name=name,
                           location=context.scene.cursor.location.copy())
         for obj in context.selected_objects:
@@ -112,6 +119,32 @@ class SMPL_IK_OT_reset_shape(BodyOperator, bpy.types.Operator):
         arm.smpl_ik.betas = [0.0] * NUM_BETAS
         if arm.smpl_ik.status:
             raise SmplIkError(arm.smpl_ik.status)
+
+
+class SMPL_IK_OT_set_measurements(BodyOperator, bpy.types.Operator):
+    """Shape the body to a height and a weight (the average shape of its gender's population
+    for them, met exactly on the rest mesh), keeping its pose"""
+
+    bl_idname = "smpl_ik.set_measurements"
+    bl_label = "Set Height and Weight"
+
+    # No hard limits: Blender would clamp a bad value silently; the fit refuses it with a message.
+    height: FloatProperty(name="Height", default=1.75, subtype="DISTANCE", unit="LENGTH", precision=3,
+                          description="Metres, top of the head to the sole in the rest pose")
+    weight: FloatProperty(name="Weight", default=75.0, unit="MASS", precision=1,
+                          description="Kilograms (the mesh's volume times the body's density)")
+
+    def run(self, context, arm):
+        props = arm.smpl_ik
+        if props.rig is not None:
+            raise SmplIkError(f"{arm.name} is the proxy of rig {props.rig.name!r} and takes its shape "
+                              "from it; change the rig and fit it again")
+        betas = fit_measurements(body_model_of(arm), self.height, self.weight)   # refusals change nothing
+        props.status = ""
+        props.betas = betas.tolist()
+        if props.status:
+            raise SmplIkError(props.status)
+        return f"{arm.name}: {self.height:.3f} m, {self.weight:.1f} kg"
 
 
 _JOINT_CHOICES = [("ACTIVE", "Active Bone", "The active pose bone")] + [
@@ -431,11 +464,12 @@ class SMPL_IK_OT_fit_rig(RigOperator, bpy.types.Operator):
         proxy.select_set(True)
         context.view_layer.objects.active = proxy
         return (f"Fitted {proxy.name}: {sum(fit.mapping.mapped)} joints mapped, rig in {fit.unit_name}, "
-                f"scale {fit.shape.scale:.3f}")
+                f"scale {fit.shape.scale:.3f}"
+                + ("; driving the Rigify rig's FK controls, limbs switched to FK" if obj.smpl_ik_rig.rigify else ""))
 
 
 class SMPL_IK_OT_transfer_to_rig(RigOperator, bpy.types.Operator):
-    """Key the rig's own bones with the proxy's motion over a frame range"""
+    """Key the rig's own bones with the proxy's motion over a frame range, into a new action"""
 
     bl_idname = "smpl_ik.transfer_to_rig"
     bl_label = "Transfer to Rig"
@@ -447,10 +481,10 @@ class SMPL_IK_OT_transfer_to_rig(RigOperator, bpy.types.Operator):
 
     def run(self, context, obj):
         n = rig.transfer_to_rig(context, obj, self.frame_start, self.frame_end, self.remove_drive)
-        return f"Keyed {n} frame(s) on {obj.name}"
+        return f"Keyed {n} frame(s) on {obj.name} into the new action {obj.animation_data.action.name!r}"
 
 
-classes = (SMPL_IK_OT_add_body, SMPL_IK_OT_reset_shape, SMPL_IK_OT_add_effector,
+classes = (SMPL_IK_OT_add_body, SMPL_IK_OT_reset_shape, SMPL_IK_OT_set_measurements, SMPL_IK_OT_add_effector,
            SMPL_IK_OT_add_default_effectors, SMPL_IK_OT_solve, SMPL_IK_OT_natural_pose,
            SMPL_IK_OT_alternative, SMPL_IK_OT_mirror_pose,
            SMPL_IK_OT_reset_pose, SMPL_IK_OT_keyframe_pose, SMPL_IK_OT_bake, SMPL_IK_OT_map_rig,
