@@ -24,3 +24,16 @@ def joint_world(arm, joint):
 def quats(arm):
     """(24, 4) the pose bones' quaternions."""
     return np.array([arm.pose.bones[n].rotation_quaternion[:] for n in JOINT_NAMES])
+
+
+def fcurves(action):
+    """An action's F-curves (Blender 5 keeps them in layers, strips and channel bags)."""
+    if getattr(action, "layers", None):
+        return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+                for fc in bag.fcurves]
+    return list(action.fcurves)
+
+
+def keys(action):
+    """{(data path, index): [(frame, value), ...]} of an action."""
+    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in fcurves(action)}

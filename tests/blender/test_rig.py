@@ -9,6 +9,7 @@ from models.body.model import load_body_model
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 from conftest import ROOT
+from scene import keys, update
 
 M21 = ROOT.parent / "shared" / "data" / "mocap" / "m21" / "m21_data_t.bvh"
 needs_m21 = pytest.mark.skipif(not M21.is_file(), reason=f"{M21} not found (the shared mocap data is absent)")
@@ -20,10 +21,6 @@ for _side, _S in (("left", "Left"), ("right", "Right")):
     MIXAMO.update({f"{_side}_hip": f"{_S}UpLeg", f"{_side}_knee": f"{_S}Leg", f"{_side}_ankle": f"{_S}Foot",
                    f"{_side}_foot": f"{_S}ToeBase", f"{_side}_collar": f"{_S}Shoulder",
                    f"{_side}_shoulder": f"{_S}Arm", f"{_side}_elbow": f"{_S}ForeArm", f"{_side}_wrist": f"{_S}Hand"})
-
-
-def update():
-    bpy.context.view_layer.update()
 
 
 def head(obj, bone):
@@ -248,17 +245,6 @@ def test_twist_bones_between_joints_follow_without_kinks():
     update()
     straight_limbs()
 
-
-def fcurves(action):
-    """An action's F-curves (Blender 5 keeps them in layers, strips and channel bags)."""
-    if getattr(action, "layers", None):
-        return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-                for fc in bag.fcurves]
-    return list(action.fcurves)
-
-
-def keys(action):
-    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in fcurves(action)}
 
 
 @needs_m21

@@ -13,6 +13,7 @@ from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES
 
 import blender_session
+from scene import fcurves, keys, update
 
 CM = 0.01   # the metarigs and the generated rig are in metres
 
@@ -69,9 +70,6 @@ def open_rig(path):
     return rig
 
 
-def update():
-    bpy.context.view_layer.update()
-
 
 def fit(rig):
     bpy.context.view_layer.objects.active = rig
@@ -125,18 +123,6 @@ def distances(rig, proxy):
     want = heads(proxy, bones)
     return {j: float(np.linalg.norm(got[b] - want[j])) for j, b in bones.items()}
 
-
-def fcurves(action):
-    """An action's F-curves (Blender 5 keeps them in layers, strips and channel bags)."""
-    if getattr(action, "layers", None):
-        return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
-                for fc in bag.fcurves]
-    return list(action.fcurves)
-
-
-def keys(action):
-    """{(data path, index): [(frame, value), ...]} of an action."""
-    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in fcurves(action)}
 
 
 def keyed_bones(action):
