@@ -29,7 +29,7 @@ from models.core.files import write_json  # noqa: E402
 
 # Never copied into the staging folder (large, or not part of the extension).
 STAGE_IGNORE = shutil.ignore_patterns(".git", ".venv", "out", "dist", "wheels", "__pycache__",
-                                      ".pytest_cache", "tests", "scripts", "docs")
+                                      ".pytest_cache", ".hypothesis", ".ruff_cache", "tests", "scripts", "docs")
 
 
 def blender_ext(*args):
