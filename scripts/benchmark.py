@@ -270,6 +270,18 @@ def apd(positions, joints):
     return float(np.mean(d))
 
 
+def worst_errors(effectors, errors):
+    """The largest position error (mm) and the largest rotation or look-at error (degrees) of
+    effector_errors' per-effector errors (0 where there is none of a kind)."""
+    # a mask from `is`, not np.array of the kinds: EffectorKind is a str enum, which numpy
+    # turns into truncated strings that all compare equal
+    position = np.array([e.kind is EffectorKind.POSITION for e in effectors])
+    errors = np.asarray(errors, dtype=np.float64)
+    mm = errors[position].max() * 1e3 if position.any() else 0.0
+    deg = np.degrees(errors[~position].max()) if (~position).any() else 0.0
+    return float(mm), float(deg)
+
+
 def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frames=200, path_starts=12,
                path_steps=30):
     """The protocol, alternatives and path figures of the deterministic network and the flow
@@ -317,12 +329,9 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
         pinned = {int(e.joint) for e in effs}
         spread.append(apd(alt_pos, [j for j in range(24) if j not in pinned]))
         counts.append(len(effs))
-        kinds = np.array([e.kind for e in effs])
         for a in alts + [timed["natural"]]:
-            e = effector_errors(effs, a.local_rot, a.trans, r)
-            worst_mm = max(worst_mm, e[kinds == EffectorKind.POSITION].max() * 1e3)
-            if (kinds != EffectorKind.POSITION).any():
-                worst_deg = max(worst_deg, np.degrees(e[kinds != EffectorKind.POSITION].max()))
+            mm, deg = worst_errors(effs, effector_errors(effs, a.local_rot, a.trans, r))
+            worst_mm, worst_deg = max(worst_mm, mm), max(worst_deg, deg)
             inside.append(a.local_rot)
     counts = np.array(counts)
     methods = {}

@@ -75,3 +75,19 @@ def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
     assert benchmark.procrustes_error(p, g) <= np.linalg.norm((p - p.mean(0)) - (g - g.mean(0)), axis=-1).mean() + 0.01
     assert benchmark.aligned_error(p[None] + 5.0, g)[0] == pytest.approx(
         np.linalg.norm((p - p[0]) - (g - g[0]), axis=-1).mean())
+
+
+def test_worst_errors_keeps_metres_and_radians_apart():
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import benchmark
+    from models.ik.effectors import Effector, EffectorKind
+
+    effs = [Effector("left_wrist", EffectorKind.POSITION, np.zeros(3)),
+            Effector("head", EffectorKind.LOOK_AT, np.ones(3)),
+            Effector("pelvis", EffectorKind.POSITION, np.zeros(3)),
+            Effector("neck", EffectorKind.ROTATION, np.eye(3))]
+    mm, deg = benchmark.worst_errors(effs, [0.002, 0.3, 0.001, 0.1])   # metres, radians, metres, radians
+    assert mm == pytest.approx(2.0) and deg == pytest.approx(np.degrees(0.3))
+    assert benchmark.worst_errors(effs[:1], [0.004]) == (pytest.approx(4.0), 0.0)
