@@ -37,3 +37,11 @@ def fcurves(action):
 def keys(action):
     """{(data path, index): [(frame, value), ...]} of an action."""
     return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in fcurves(action)}
+
+
+def fit(rig):
+    """Fit an SMPL-IK proxy to a rig (Fit Rig); returns the proxy."""
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.smpl_ik.fit_rig() == {"FINISHED"}
+    update()
+    return rig.smpl_ik_rig.proxy

@@ -9,7 +9,7 @@ from models.body.model import load_body_model
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 from conftest import ROOT
-from scene import keys, update
+from scene import fit, keys, update
 
 M21 = ROOT.parent / "shared" / "data" / "mocap" / "m21" / "m21_data_t.bvh"
 needs_m21 = pytest.mark.skipif(not M21.is_file(), reason=f"{M21} not found (the shared mocap data is absent)")
@@ -59,13 +59,6 @@ def a_pose_rig(name="character", arm_drop_deg=40.0, rename=None):
             eb.parent = data.edit_bones[names[JOINT_NAMES[p]]]
     bpy.ops.object.mode_set(mode="OBJECT")
     return rig
-
-
-def fit(rig):
-    bpy.context.view_layer.objects.active = rig
-    assert bpy.ops.smpl_ik.fit_rig() == {"FINISHED"}
-    update()
-    return rig.smpl_ik_rig.proxy
 
 
 def rest_heads(rig):
@@ -188,7 +181,6 @@ def test_proxy_shape_follows_the_rig_only():
     assert "takes its shape" in proxy.smpl_ik.status
 
 
-
 def add_twist_bones(rig):
     """Twist bones as Daz, CC or an exported Rigify rig have them: one in the middle of each
     upper arm and thigh, in the chain (the next joint's bone is connected to it), and a
@@ -244,7 +236,6 @@ def test_twist_bones_between_joints_follow_without_kinks():
     assert bpy.ops.smpl_ik.transfer_to_rig(frame_start=1, frame_end=1, remove_drive=True) == {"FINISHED"}
     update()
     straight_limbs()
-
 
 
 @needs_m21

@@ -13,7 +13,7 @@ from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES
 
 import blender_session
-from scene import fcurves, keys, update
+from scene import fcurves, fit, keys, update
 
 CM = 0.01   # the metarigs and the generated rig are in metres
 
@@ -70,14 +70,6 @@ def open_rig(path):
     return rig
 
 
-
-def fit(rig):
-    bpy.context.view_layer.objects.active = rig
-    assert bpy.ops.smpl_ik.fit_rig() == {"FINISHED"}
-    update()
-    return rig.smpl_ik_rig.proxy
-
-
 def bent_pose(amount=1.0):
     """(24, 3, 3) a pose far from rest: elbows, knees and hips bent, arms raised, spine and
     neck turned, pelvis turned and tilted."""
@@ -122,7 +114,6 @@ def distances(rig, proxy):
     got = heads(rig, bones.values())
     want = heads(proxy, bones)
     return {j: float(np.linalg.norm(got[b] - want[j])) for j, b in bones.items()}
-
 
 
 def keyed_bones(action):
