@@ -1,4 +1,6 @@
+import pickle
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,38 @@ def measured_effector_errors(effectors, local_rot, trans, rest):
             to = (target - fk.positions[j]) / np.linalg.norm(target - fk.positions[j])
             out.append(np.arccos(np.clip(axis @ to, -1.0, 1.0)))
     return np.array(out)
+
+
+def official_smpl_pickle(arrays, **extra):
+    """Bytes laid out like the official SMPL .pkl (protocol 2): chumpy objects holding
+    v_template and shapedirs, a scipy sparse regressor, plain arrays otherwise, plus `extra`
+    keys. chumpy is faked in sys.modules for the pickling only (restored after); the reader
+    never imports it."""
+    import scipy.sparse
+
+    class Ch:
+        pass
+
+    Ch.__module__, Ch.__qualname__ = "chumpy.ch", "Ch"
+    fake = {"chumpy": types.ModuleType("chumpy"), "chumpy.ch": types.ModuleType("chumpy.ch")}
+    fake["chumpy.ch"].Ch = Ch
+
+    def ch(x):
+        obj = Ch()
+        obj.__dict__.update({"x": x, "_dirty_vars": set()})
+        return obj
+
+    raw = {"v_template": ch(arrays["v_template"]), "shapedirs": ch(arrays["shapedirs"]),
+           "posedirs": arrays["posedirs"], "J_regressor": scipy.sparse.csc_matrix(arrays["J_regressor"]),
+           "weights": arrays["weights"], "kintree_table": arrays["kintree_table"], "f": arrays["f"],
+           "bs_style": "lbs", **extra}
+    saved = {k: sys.modules.get(k) for k in fake}
+    sys.modules.update(fake)
+    try:
+        return pickle.dumps(raw, protocol=2)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k)
+            else:
+                sys.modules[k] = v

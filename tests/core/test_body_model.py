@@ -3,12 +3,11 @@ clear errors for bad files. SMPL's own files cannot ship, so the tests write fil
 official layouts from the open body's arrays."""
 import pickle
 import sys
-import types
 
 import numpy as np
 import pytest
-import scipy.sparse
 
+from conftest import official_smpl_pickle
 from models.body.model import BodyModel, OPEN_BODY_PATH, load_body_model
 from models.core.errors import SmplIkError
 from models.core.skeleton import PARENTS
@@ -100,35 +99,9 @@ def test_expecting_smpl_rejects_smplx(smpl_arrays, tmp_path):
         BodyModel.from_file(path, expect="smpl")
 
 
-def _official_pickle(arrays, monkeypatch):
-    """Bytes laid out like the official SMPL .pkl: chumpy arrays and a sparse regressor."""
-    chumpy = types.ModuleType("chumpy")
-    ch_mod = types.ModuleType("chumpy.ch")
-
-    class Ch:
-        pass
-
-    Ch.__module__, Ch.__qualname__ = "chumpy.ch", "Ch"
-    ch_mod.Ch = Ch
-    monkeypatch.setitem(sys.modules, "chumpy", chumpy)
-    monkeypatch.setitem(sys.modules, "chumpy.ch", ch_mod)
-
-    def ch(x):
-        obj = Ch()
-        obj.__dict__.update({"x": x, "_dirty_vars": set()})
-        return obj
-
-    raw = {"v_template": ch(arrays["v_template"]), "shapedirs": ch(arrays["shapedirs"]),
-           "posedirs": arrays["posedirs"], "J_regressor": scipy.sparse.csc_matrix(arrays["J_regressor"]),
-           "weights": arrays["weights"], "kintree_table": arrays["kintree_table"], "f": arrays["f"],
-           "bs_style": "lbs"}
-    return pickle.dumps(raw, protocol=2)
-
-
-def test_official_pkl_without_chumpy(smpl_arrays, tmp_path, monkeypatch, rng):
+def test_official_pkl_without_chumpy(smpl_arrays, tmp_path, rng):
     path = tmp_path / "basicModel_neutral_lbs_10_207_0_v1.0.0.pkl"
-    with monkeypatch.context() as m:
-        path.write_bytes(_official_pickle(smpl_arrays, m))
+    path.write_bytes(official_smpl_pickle(smpl_arrays))
     assert "chumpy" not in sys.modules  # the loader must not need it
     npz_path = tmp_path / "same.npz"
     np.savez(npz_path, **smpl_arrays)

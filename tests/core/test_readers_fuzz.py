@@ -13,7 +13,6 @@ import pickle
 import re
 import subprocess
 import sys
-import types
 import zipfile
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from conftest import official_smpl_pickle
 from models.body.model import OPEN_BODY_PATH, REQUIRED_ARRAYS, BodyModel
 from models.core.errors import SmplIkError
 from models.motion.amass import read_motion_npz
@@ -112,36 +112,7 @@ def _pkl_bytes(arrays):
 
 
 def _official_pkl_bytes(arrays):
-    """Laid out like the official SMPL .pkl: chumpy objects holding arrays, a scipy sparse
-    regressor (chumpy is faked for the pickling only; the reader never imports it)."""
-    import scipy.sparse
-
-    class Ch:
-        pass
-
-    Ch.__module__, Ch.__qualname__ = "chumpy.ch", "Ch"
-    fake = {"chumpy": types.ModuleType("chumpy"), "chumpy.ch": types.ModuleType("chumpy.ch")}
-    fake["chumpy.ch"].Ch = Ch
-
-    def ch(x):
-        obj = Ch()
-        obj.__dict__.update({"x": x, "_dirty_vars": set()})
-        return obj
-
-    raw = {"v_template": ch(arrays["v_template"]), "shapedirs": ch(arrays["shapedirs"]),
-           "posedirs": arrays["posedirs"], "J_regressor": scipy.sparse.csc_matrix(arrays["J_regressor"]),
-           "weights": arrays["weights"], "kintree_table": arrays["kintree_table"], "f": arrays["f"],
-           "bs_style": "lbs", "vert_sym_idxs": np.arange(3)}
-    saved = {k: sys.modules.get(k) for k in fake}
-    sys.modules.update(fake)
-    try:
-        return pickle.dumps(raw, protocol=2)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k)
-            else:
-                sys.modules[k] = v
+    return official_smpl_pickle(arrays, vert_sym_idxs=np.arange(3))
 
 
 MOTION = {"poses": np.random.default_rng(3).normal(scale=0.3, size=(4, 72)).astype(np.float32),
