@@ -432,7 +432,7 @@ class BodyModel:
             pad = np.zeros(shapedirs.shape[:2] + (NUM_BETAS - shapedirs.shape[2],))
             shapedirs = np.concatenate([shapedirs, pad], axis=2)
         landmarks = _landmarks(path, arrays, a["v_template"].shape[0])
-        gender = _gender(path, arrays["gender"]) if "gender" in arrays else _gender_from_name(path)
+        gender = _gender(path, arrays["gender"]) if "gender" in arrays else gender_from_name(path)
         return cls(
             path=path, kind=kind, v_template=a["v_template"], shapedirs=shapedirs,
             posedirs=None if not np.any(posedirs) else posedirs, J_regressor=jreg,
@@ -567,10 +567,15 @@ def _gender(path, value):
     return item.strip().lower()
 
 
-def _gender_from_name(path):
-    name = path.name.lower()
+def gender_from_name(path):
+    """A body file's gender from its name: `female`, `male` or `neutral` in it, or SMPL's
+    `_f_` / `_m_` (basicModel_f_lbs_10_207_0_v1.0.0.pkl); 'neutral' when it says neither."""
+    name = Path(path).name.lower()
     for g in ("female", "male", "neutral"):
         if g in name:
+            return g
+    for mark, g in (("_f_", "female"), ("_m_", "male")):
+        if mark in name:
             return g
     return "neutral"
 

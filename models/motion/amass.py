@@ -17,14 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..body.model import read_npz
+from ..body.model import GENDERS, gender_from_name, read_npz
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
 from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from ..core.skeleton import JOINT_NAMES, NUM_BODY_JOINTS_SHARED, NUM_JOINTS
 
 POSE_VALUES = {72: "smpl", 156: "smplh", 165: "smplx"}   # pose values per frame -> body kind
-GENDERS = ("neutral", "male", "female")
 FRAME_RATE_KEYS = ("mocap_framerate", "mocap_frame_rate")
 KEYS = ("poses", "trans", "betas", "gender") + FRAME_RATE_KEYS
 INFO_KEYS = ("body_model", "up_axis")   # optional text this project writes: which body, which up
@@ -271,14 +270,7 @@ def body_file_gender(path):
         text = _info_text(value) if value is not None else None
         if text and text.lower() in GENDERS:
             return text.lower()
-    name = path.name.lower()
-    for gender in ("female", "male", "neutral"):
-        if gender in name:
-            return gender
-    for mark, gender in (("_f_", "female"), ("_m_", "male")):
-        if mark in name:
-            return gender
-    return "neutral"
+    return gender_from_name(path)
 
 
 def body_file_kind(path):

@@ -395,7 +395,7 @@ def _bad(path, case):
 
 BAD = {"three values": r"array 'poses' has shape \(5, 3\); expected \(frames, 72\)",
        "nan": r"array 'poses' has nan at frame 3, joint 3 \(spine1\)",
-       "gender": r"array 'gender' is 'alien'; expected one of neutral, male, female",
+       "gender": r"array 'gender' is 'alien'; expected one of neutral, female, male",
        "not npz": r"not a readable motion file",
        "missing": r"no such file"}
 

@@ -198,3 +198,12 @@ def test_cache_reloads_changed_files(smpl_arrays, tmp_path):
     np.savez(path, **shifted)
     os.utime(path, ns=(first_ns := path.stat().st_mtime_ns + 10 ** 9, first_ns))
     assert np.allclose(load_body_model(path).rest_joints(np.zeros(10)) - first.rest_joints(np.zeros(10)), [0, 1, 0])
+
+
+@pytest.mark.parametrize("name, gender", [("basicModel_f_lbs_10_207_0_v1.0.0.pkl", "female"),
+                                          ("basicmodel_m_lbs_10_207_0_v1.0.0.pkl", "male"),
+                                          ("SMPL_FEMALE.pkl", "female"), ("model.pkl", "neutral")])
+def test_a_pickle_without_a_gender_takes_it_from_its_name(smpl_arrays, tmp_path, name, gender):
+    path = tmp_path / name
+    path.write_bytes(official_smpl_pickle(smpl_arrays))
+    assert BodyModel.from_file(path).gender == gender

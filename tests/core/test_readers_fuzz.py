@@ -316,7 +316,7 @@ def test_motion_npz_with_odd_arrays_never_crashes(folder, arrays):
 @pytest.mark.parametrize("change,message", [
     (lambda a: a.update(poses=a["poses"][:, :3]), r"array 'poses' has shape \(4, 3\); expected \(frames, 72\)"),
     (lambda a: a["poses"].__setitem__((2, 13), np.nan), r"array 'poses' has nan at frame 2, joint 4 \(left_knee\)"),
-    (lambda a: a.update(gender=np.array("robot")), r"array 'gender' is 'robot'; expected one of neutral, male, female"),
+    (lambda a: a.update(gender=np.array("robot")), r"array 'gender' is 'robot'; expected one of neutral, female, male"),
     (lambda a: a.update(trans=a["trans"][:2]), r"array 'trans' has shape \(2, 3\); expected \(4, 3\)"),
     (lambda a: a.update(mocap_framerate=np.float64(0)), r"array 'mocap_framerate' should be one positive number"),
     (lambda a: a.pop("poses"), r"no 'poses' array"),
