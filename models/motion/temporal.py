@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..core.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from .resample import continuous_quats
 
 
 def gaussian_kernel(sigma):
@@ -28,10 +29,7 @@ def smooth_poses(local_rot, trans, sigma):
     local_rot, trans = np.asarray(local_rot, float), np.asarray(trans, float)
     if sigma <= 0 or len(local_rot) < 2:
         return local_rot, trans
-    q = matrix_to_quat_wxyz(local_rot)                      # (T, J, 4)
-    for t in range(1, len(q)):                              # one hemisphere along time
-        flip = (q[t] * q[t - 1]).sum(-1) < 0
-        q[t, flip] *= -1
+    q = continuous_quats(matrix_to_quat_wxyz(local_rot))    # (T, J, 4), one hemisphere along time
     kernel = gaussian_kernel(sigma)
     q = _filter(q, kernel)
     q /= np.linalg.norm(q, axis=-1, keepdims=True)
