@@ -24,6 +24,7 @@ from ..models.motion import amass
 from ..models.motion.resample import continuous_quats, resample_motion, resample_timing
 from . import bridge, live
 from .body_object import SHAPE_KEY_RANGE, body_model_of, create_body
+from .common import assign_new_action
 from .operators import target_body
 from .preferences import user_body_files
 
@@ -228,7 +229,7 @@ def import_motion(context, options, progress=lambda fraction: None):
         bone_quats = continuous_quats(bridge.smpl_quats_to_bone_quats(quats, axes))
         location = bridge.root_location_from_trans(trans, axes)
         progress(0.3)
-        action, kept = _new_action(arm, Path(motion.path).stem)
+        action, kept = assign_new_action(arm, Path(motion.path).stem)
         created.append(action)
         if kept is not None:
             notes.append(f"its previous action {kept.name!r} is kept (fake user)")
@@ -264,22 +265,6 @@ def _remove(created):
 
 
 # --- keys in bulk -------------------------------------------------------------------------------
-
-def _new_action(arm, name):
-    """(a new action named `name` assigned to the armature, the action it replaced when that
-    one is kept by a fake user now, else None)."""
-    anim = arm.animation_data or arm.animation_data_create()
-    previous = anim.action
-    kept = None
-    if previous is not None and previous.users == 1 and not previous.use_fake_user:
-        previous.use_fake_user = True
-        kept = previous
-    action = bpy.data.actions.new(name)
-    anim.action = action
-    if hasattr(action, "slots") and anim.action_slot is None:   # Blender 4.4+: slotted actions
-        anim.action_slot = action.slots.new(id_type="OBJECT", name=arm.name)
-    return action, kept
-
 
 def _channels(action, arm, create):
     """The collection of F-curves the armature's slot of `action` holds (created when asked),

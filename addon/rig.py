@@ -25,6 +25,7 @@ from ..models.motion.mapping import auto_mapping, rigify_controls
 from ..models.motion.rig_fit import fit_rig
 from . import bridge
 from .body_object import create_body, edit_bones, is_body
+from .common import assign_new_action
 from .effectors import pin
 
 HELPER_PREFIX = "SMPL-IK drive "
@@ -219,14 +220,10 @@ def transfer_to_rig(context, rig, frame_start, frame_end, remove_drive=False):
     ad = rig.animation_data or rig.animation_data_create()
     previous = ad.action
     previous_slot = getattr(ad, "action_slot", None) if previous is not None else None
-    keep = previous is not None and previous.users == 1 and not previous.use_fake_user
-    action = bpy.data.actions.new(transfer_action_name(rig, proxy))
+    # sampled under the new, still empty action: the bones it will not key hold still while
+    # sampling exactly as they will when it plays
+    action, kept = assign_new_action(rig, transfer_action_name(rig, proxy))
     try:
-        if keep:
-            previous.use_fake_user = True
-        # sampled under the new, still empty action: the bones it will not key hold still
-        # while sampling exactly as they will when it plays
-        ad.action = action
         frames = range(frame_start, frame_end + 1)
         samples = []
         for frame in frames:
@@ -243,8 +240,8 @@ def transfer_to_rig(context, rig, frame_start, frame_end, remove_drive=False):
         ad.action = previous
         if previous_slot is not None:
             ad.action_slot = previous_slot
-        if keep:
-            previous.use_fake_user = False
+        if kept is not None:
+            kept.use_fake_user = False
         bpy.data.actions.remove(action)
         scene.frame_set(original)
         raise SmplIkError(f"could not transfer the motion to {rig.name}: {exc}") from exc
