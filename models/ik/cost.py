@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..body.measure import DENSITY   # kg / m^3: the body's weights are its volume times this
+from ..body.measure import DENSITY, mesh_volume   # DENSITY kg / m^3: a body weighs its volume times this
 from ..core.kinematics import forward_kinematics
 from ..core.rotations import matrix_to_axis_angle, matrix_to_euler
 from ..core.skeleton import CHILDREN, JOINT_INDEX, PARENTS
@@ -42,7 +42,7 @@ class Segments:
         head, hands and feet). Limbs and trunk are nearly star-shaped about their bones, so
         the tetrahedra fill each segment without reaching into the next; they miss the
         concave folds (about a fifth of the volume on the open body), so the masses are scaled
-        to the whole mesh's volume (its signed tetrahedra about one point) times DENSITY."""
+        to the whole mesh's volume (measure.mesh_volume) times DENSITY."""
         betas = np.zeros(10) if betas is None else np.asarray(betas, dtype=np.float64)
         v = body.shaped_vertices(betas)
         rest = body.rest_joints(betas)
@@ -60,7 +60,7 @@ class Segments:
         n = len(rest)
         mass = np.bincount(owner, vol, n) * DENSITY
         moment = np.stack([np.bincount(owner, vol * centre[:, k], n) for k in range(3)], 1) * DENSITY
-        whole = np.einsum("fi,fi->f", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum() / 6.0 * DENSITY
+        whole = mesh_volume(v, body.faces) * DENSITY
         mass, moment = (x * whole / max(mass.sum(), 1e-9) for x in (mass, moment))
         com = np.where(np.abs(mass)[:, None] > 1e-9, moment / np.where(np.abs(mass) > 1e-9, mass, 1.0)[:, None], rest)
         return cls(mass=np.maximum(mass, 0.0), centre=com - rest)
