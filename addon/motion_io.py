@@ -16,7 +16,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..models.body.model import NUM_BETAS, OPEN_BODY_PATH, load_body_model, open_body_path
+from ..models.body.model import NUM_BETAS, load_body_model, open_body_name, open_body_path
 from ..models.core.errors import SmplIkError
 from ..models.core.rotations import axis_angle_to_quat_wxyz, matrix_to_axis_angle, quat_wxyz_to_axis_angle
 from ..models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
@@ -36,7 +36,12 @@ UP_AXIS_ITEMS = (
 )
 EXPORT_UP_ITEMS = UP_AXIS_ITEMS[1:]
 ROOT_PATH = f'pose.bones["{JOINT_NAMES[0]}"].location'
-OPEN_PREFIX = "open_smpl_"
+
+
+def _open_body_name(body_path, body):
+    """models.body.model.open_body_name of a body object's file path (relative paths resolved
+    as Blender does) and its BodyModel's gender."""
+    return open_body_name(bpy.path.abspath(body_path) if body_path else None, body.gender)
 
 
 def _rotation_path(name):
@@ -45,17 +50,6 @@ def _rotation_path(name):
 
 def _scene_fps(scene):
     return scene.render.fps / scene.render.fps_base
-
-
-def open_body_name(body_path, body):
-    """'open_smpl_<gender>' for a body (`body`, its BodyModel) that is one of the shipped open
-    bodies (no file, or a file among them), else None."""
-    if not body_path:
-        return OPEN_PREFIX + body.gender
-    path = Path(bpy.path.abspath(body_path))
-    if path.parent.resolve() == OPEN_BODY_PATH.parent.resolve() and path.stem.startswith(OPEN_PREFIX):
-        return path.stem
-    return None
 
 
 # --- import ---------------------------------------------------------------------------------
@@ -107,18 +101,12 @@ def _file(path_text, what):
 
 def _body_for_gender(context, motion):
     """(BodyModel, body_path for the armature, notes) for a new body carrying `motion`: the
-    user's file of its gender, else the open body of that gender (the neutral one when this
-    installation has none)."""
+    user's file of its gender, else the open body of that gender."""
     gender = motion.gender or "neutral"
     user = amass.choose_body_file(user_body_files(context), gender, motion.kind)
     if user is not None:
         return load_body_model(user), str(user), []
-    path = open_body_path(gender)
-    notes = []
-    if not path.is_file():
-        notes.append(f"this installation has no open {gender} body: the neutral one")
-        path = OPEN_BODY_PATH
-    return load_body_model(path), "", notes   # no file: the body's gender names its open body
+    return load_body_model(open_body_path(gender)), "", []   # no file: the body's gender names its open body
 
 
 def _carried_betas(motion, body_path, body, notes):
@@ -128,7 +116,7 @@ def _carried_betas(motion, body_path, body, notes):
     betas = motion.betas
     if betas.size == 0:   # a file without betas leaves the shape as it is (a new body: average)
         return None
-    open_name = open_body_name(body_path, body)
+    open_name = _open_body_name(body_path, body)
     if open_name is not None and motion.body_model != open_name:
         if betas.size and np.any(betas):
             notes.append(f"the file's betas are in the shape space of {motion.body_model or 'SMPL'}, which the "
@@ -213,9 +201,6 @@ def import_motion(context, options, progress=lambda fraction: None):
             arm = create_body(context, body, body_path=body_path, name=f"SMPL-IK {Path(motion.path).stem}",
                               location=scene.cursor.location.copy(), betas=betas)
             created += [arm.smpl_ik.mesh, arm]
-            if not body_path and body.path.resolve() != OPEN_BODY_PATH.resolve() and \
-                    "gender" not in arm.smpl_ik.bl_rna.properties:
-                arm.smpl_ik.body_path = str(body.path)   # a body without a gender property: name the file
             arm.location = scene.cursor.location   # the file's origin (its floor) at the cursor
         elif betas is not None and not np.allclose(arm.smpl_ik.applied_betas[:], betas, rtol=0, atol=1e-7):
             if arm.smpl_ik.rig is not None:
@@ -536,7 +521,7 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
         notes.append(f"the locations of {', '.join(moved[:3])} are not exported (SMPL's joints only rotate)")
     if options.up_axis == "Z":
         poses, trans = amass.z_up_from_smpl_frame(poses, trans, pelvis)
-    body_model = open_body_name(arm.smpl_ik.body_path, body) or Path(arm.smpl_ik.body_path).name
+    body_model = _open_body_name(arm.smpl_ik.body_path, body) or Path(arm.smpl_ik.body_path).name
     progress(0.95)
     amass.write_motion_npz(path, poses, trans, betas, body.gender, _scene_fps(scene), body_model=body_model,
                            up_axis=options.up_axis)

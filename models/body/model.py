@@ -567,6 +567,21 @@ def _gender(path, value):
     return item.strip().lower()
 
 
+OPEN_PREFIX = "open_smpl_"
+
+
+def open_body_name(path=None, gender="neutral"):
+    """'open_smpl_<gender>' for a shipped open body (no path: the open body of `gender`; or a
+    path to one of the shipped files), else None (a user's file). The name motion files
+    carry in `body_model`, so betas are only reused on the body they were fitted for."""
+    if not path:
+        return OPEN_PREFIX + gender
+    path = Path(path)
+    if path.parent.resolve() == OPEN_BODY_PATH.parent.resolve() and path.stem.startswith(OPEN_PREFIX):
+        return path.stem
+    return None
+
+
 def gender_from_name(path):
     """A body file's gender from its name: `female`, `male` or `neutral` in it, or SMPL's
     `_f_` / `_m_` (basicModel_f_lbs_10_207_0_v1.0.0.pkl); 'neutral' when it says neither."""

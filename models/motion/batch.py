@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..body.model import OPEN_BODY_PATH, load_body_model
+from ..body.model import load_body_model, open_body_name
 from .bvh import read_bvh
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
@@ -46,7 +46,9 @@ class JobResult:
 
 
 def body_name(path):
-    return "open_smpl_neutral" if not path or Path(path) == OPEN_BODY_PATH else Path(path).name
+    """What a motion file's `body_model` says of the body its betas are for: the open body's
+    name (models.body.model.open_body_name), else the file's name."""
+    return open_body_name(path) or Path(path).name
 
 
 def save_npz_atomically(path, overwrite=False, **arrays):

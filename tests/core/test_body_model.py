@@ -207,3 +207,12 @@ def test_a_pickle_without_a_gender_takes_it_from_its_name(smpl_arrays, tmp_path,
     path = tmp_path / name
     path.write_bytes(official_smpl_pickle(smpl_arrays))
     assert BodyModel.from_file(path).gender == gender
+
+
+def test_open_body_name_names_the_shipped_bodies_only(tmp_path):
+    from models.body.model import open_body_name, open_body_path
+
+    assert open_body_name(None, "female") == "open_smpl_female"
+    assert open_body_name(open_body_path("male")) == "open_smpl_male"
+    assert open_body_name(tmp_path / "open_smpl_male.npz") is None      # a copy elsewhere is a user's file
+    assert open_body_name(tmp_path / "SMPL_MALE.npz") is None
