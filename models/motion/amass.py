@@ -3,8 +3,9 @@
 The keys are AMASS's, which `scripts/retarget.py` also writes: `poses` (T, 72 | 156 | 165)
 axis-angle values per frame, root first (SMPL, SMPL-H, SMPL-X: all three start with the same
 22 body joints), `trans` (T, 3) metres, `betas` (B,) of any length, `gender`, and
-`mocap_framerate` or `mocap_frame_rate`. Only `poses` is required. Bad or damaged files raise
-SmplIkError naming the file and the array at fault.
+`mocap_framerate` or `mocap_frame_rate`, and this project's optional `floor_height` (where the
+file's floor is). Only `poses` is required. Bad or damaged files raise SmplIkError naming the
+file and the array at fault.
 
 Two up axes meet here. AMASS's own files are Z-up in the world: the root orientation turns
 SMPL's Y-up body upright in a Z-up world and `trans` is a Z-up offset (the pelvis is at
@@ -27,6 +28,11 @@ POSE_VALUES = {72: "smpl", 156: "smplh", 165: "smplx"}   # pose values per frame
 FRAME_RATE_KEYS = ("mocap_framerate", "mocap_frame_rate")
 KEYS = ("poses", "trans", "betas", "gender") + FRAME_RATE_KEYS
 INFO_KEYS = ("body_model", "up_axis")   # optional text this project writes: which body, which up
+# Optional: the floor's height (metres) along the file's up axis (Y in SMPL's frame, Z in a
+# Z-up world), in the coordinates the posed body is in (the pelvis at rest pelvis + trans).
+# A file that has it says where its floor is; AMASS's own files have none (their floor is
+# meant to be z = 0, but many clips are not on it).
+FLOOR_KEY = "floor_height"
 UP_AXES = ("Y", "Z")
 # SMPL's Y-up frame from a Z-up world: -90 degrees about X (the world's Z becomes SMPL's Y).
 SMPL_FROM_Z_UP = np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]])
@@ -39,7 +45,9 @@ class MotionFile:
     (T, 3) metres; betas (B,) as stored (empty when absent); gender (None when absent); fps
     (None when absent); kind: 'smpl', 'smplh' or 'smplx' from the pose width; notes: what was
     absent and assumed; body_model, up_axis: what this project's writers say of the file
-    (None when absent or not text: they are information, never a reason to refuse a file)."""
+    (None when absent or not text: they are information, never a reason to refuse a file);
+    floor_height: the floor's height (metres, along the file's up axis, the same number in
+    SMPL's frame after smpl_frame_from_z_up) when the file states it (FLOOR_KEY), else None."""
 
     path: str
     poses: np.ndarray
@@ -51,6 +59,7 @@ class MotionFile:
     notes: tuple
     body_model: object = None   # the body the file says its betas are for (text), or None
     up_axis: object = None      # 'Y' or 'Z' when the file says so, else None
+    floor_height: object = None  # metres along the up axis when the file states its floor, else None
 
     @property
     def num_frames(self):
@@ -87,7 +96,7 @@ def read_motion_npz(path):
     """Read an AMASS-style `.npz` motion into a MotionFile. Raises SmplIkError naming the
     file and the array at fault (shape, NaN values with their frame, unknown gender)."""
     path_text = str(path)
-    arrays = read_npz(path, KEYS + INFO_KEYS, "motion file")
+    arrays = read_npz(path, KEYS + INFO_KEYS + (FLOOR_KEY,), "motion file")
     notes = []
     if "poses" not in arrays:
         raise SmplIkError(f"{path_text}: no 'poses' array; an AMASS-style motion has poses of shape "
@@ -155,11 +164,19 @@ def read_motion_npz(path):
         fps = float(rate.reshape(-1)[0])
     else:
         notes.append("no 'mocap_framerate': the frame rate is not known")
+    floor = None
+    if FLOOR_KEY in arrays:
+        value = _numeric(path_text, FLOOR_KEY, arrays[FLOOR_KEY])
+        if value.size != 1 or not np.isfinite(value).all():
+            raise SmplIkError(f"{path_text}: array '{FLOOR_KEY}' should be one finite number, the floor's height "
+                              f"in metres along the file's up axis; found {value.reshape(-1)[:3].tolist()} "
+                              f"(shape {value.shape})")
+        floor = float(value.reshape(-1)[0])
     info = {k: _info_text(arrays[k]) for k in INFO_KEYS if k in arrays}
     up = info.get("up_axis")
     return MotionFile(path=path_text, poses=body, trans=trans, betas=betas, gender=gender, fps=fps,
                       kind=kind, notes=tuple(notes), body_model=info.get("body_model") or None,
-                      up_axis=up.upper() if up and up.upper() in UP_AXES else None)
+                      up_axis=up.upper() if up and up.upper() in UP_AXES else None, floor_height=floor)
 
 
 def _info_text(value):
@@ -220,13 +237,15 @@ def _turn_world(poses, trans, pelvis_rest, turn):
 
 # --- writing ----------------------------------------------------------------------------------
 
-def write_motion_npz(path, poses, trans, betas, gender, fps, body_model="", up_axis="Y"):
+def write_motion_npz(path, poses, trans, betas, gender, fps, body_model="", up_axis="Y", floor_height=None):
     """Write an AMASS-style `.npz` atomically (a temporary file renamed over `path`; a
     failure leaves no file): poses (T, 24, 3) or (T, 72) axis-angle, root first; trans (T, 3)
     metres; betas (B,); gender (neutral, female or male); fps frames per second; body_model:
     the body the betas are for; up_axis: 'Y' (SMPL's frame) or 'Z' (AMASS's world), what the
-    numbers are in. Besides `poses`, `trans`, `betas`, `gender` and both spellings of the
-    frame rate it writes AMASS's split `root_orient` (T, 3) and `pose_body` (T, 63).
+    numbers are in; floor_height: the floor's height (metres along `up_axis`, see FLOOR_KEY)
+    when known, written as FLOOR_KEY (None: not written, the file says nothing of its floor).
+    Besides `poses`, `trans`, `betas`, `gender` and both spellings of the frame rate it
+    writes AMASS's split `root_orient` (T, 3) and `pose_body` (T, 63).
     SmplIkError for values that are not finite or have the wrong shape, before anything is
     written."""
     poses = np.asarray(poses, np.float64)
@@ -241,7 +260,10 @@ def write_motion_npz(path, poses, trans, betas, gender, fps, body_model="", up_a
         raise SmplIkError(f"{path}: gender {gender!r} is not one of {', '.join(GENDERS)}")
     if up_axis not in UP_AXES:
         raise SmplIkError(f"{path}: up axis {up_axis!r} is not one of {', '.join(UP_AXES)}")
-    for name, values in (("poses", poses), ("trans", trans), ("betas", betas), ("frame rate", np.array([fps]))):
+    checked = [("poses", poses), ("trans", trans), ("betas", betas), ("frame rate", np.array([fps]))]
+    if floor_height is not None:
+        checked.append(("floor height", np.array([floor_height], np.float64)))
+    for name, values in checked:
         if not np.isfinite(values).all():
             raise SmplIkError(f"{path}: the {name} to write are not all finite numbers")
     if fps <= 0:
@@ -251,6 +273,8 @@ def write_motion_npz(path, poses, trans, betas, gender, fps, body_model="", up_a
                   root_orient=poses[:, :3], pose_body=poses[:, 3:3 * NUM_BODY_JOINTS_SHARED],
                   surface_model_type=np.array("smpl"), body_model=np.array(body_model),
                   up_axis=np.array(up_axis))
+    if floor_height is not None:
+        arrays[FLOOR_KEY] = np.float64(floor_height)
     with atomic_write(path) as fh:
         np.savez(fh, **arrays)
 
