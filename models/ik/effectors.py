@@ -37,6 +37,9 @@ class Effector:
     to the others of its level. soft: False (a hard pin, held first and never broken for a
     soft one) or True (met as closely as the hard pins allow); tolerance (soft only, metres
     or radians): how far a soft one may end from its target before the solve reports it.
+    give_way_first (hard only): when the hard pins cannot all be held, this one gives way
+    before the others (the add-on marks the effectors moved since the last solve;
+    refine.refine_pose).
     """
 
     joint: object
@@ -46,6 +49,7 @@ class Effector:
     weight: float = 1.0
     soft: bool = False
     tolerance: float = 0.0
+    give_way_first: bool = False
 
 
 class Column:

@@ -6,7 +6,10 @@ the root translation. Two levels, solved as a prioritised (null-space) least squ
 step: first the hard constraints (hard effectors, joints at their range limits, contact
 points at the floor), then the soft effectors, in what freedom the hard ones leave. So a
 pose never breaks a hard pin to reach a soft target: the soft one goes as far as it can, and
-what it still misses is reported (`Refined.misses`). The damping keeps each step short, so the
+what it still misses is reported (`Refined.misses`). When the hard pins cannot all be held
+(one is out of reach of the others), one pin gives way: it is solved again as soft, so it
+goes as far as the other pins allow and they hold, instead of every pin giving a little
+(`RefineOptions.give_way`; which pin: `refine_pose`). The damping keeps each step short, so the
 pose moves only as far as the effectors ask, and a target out of reach gives a stretched
 pose, never NaN.
 
@@ -149,12 +152,15 @@ class RefineOptions:
     screen is known (`SmplIk.solve(current_pose=...)`), ankles pinned by position keep its
     foot orientation (`planted_feet`). floor: a height (body frame, metres along Y) that
     `contacts` (AttachedPoints, e.g. BodyModel.foot_contacts) stay above; None for no floor.
-    iterations, damping: the least-squares loop's."""
+    give_way: when the hard pins cannot all be held, let one give way at a time (as soft)
+    until the others hold; off, every pin gives a little. iterations, damping: the
+    least-squares loop's."""
 
     joint_limits: bool = True
     plant_feet: bool = True
     floor: float = None
     contacts: object = None
+    give_way: bool = True
     iterations: int = 30
     damping: float = 1e-3
 
@@ -162,20 +168,31 @@ class RefineOptions:
 @dataclass(frozen=True)
 class Miss:
     """An effector the pose does not meet: how far it is (metres, or radians for rotations and
-    look-ats) against what counts as met."""
+    look-ats) against what counts as met; soft, whether it was soft; gave_way, a hard pin that
+    gave way to the others (they could not all be held)."""
 
     joint: str
     kind: EffectorKind
     error: float
     tolerance: float
     soft: bool
+    gave_way: bool = False
 
     def describe(self):
-        """'left_wrist is 12.3 cm from its target' / 'head is turned 8.0 degrees from its target'."""
+        """'left_wrist is 12.3 cm from its target' / 'head is turned 8.0 degrees from its
+        target', and for a pin that gave way ' (it gave way to the other pins)'."""
         if self.kind is EffectorKind.POSITION:
-            return f"{self.joint} is {self.error * 100:.1f} cm from its target"
-        what = "turned" if self.kind is EffectorKind.ROTATION else "looking"
-        return f"{self.joint} is {what} {np.degrees(self.error):.1f} degrees from its target"
+            text = f"{self.joint} is {self.error * 100:.1f} cm from its target"
+        else:
+            what = "turned" if self.kind is EffectorKind.ROTATION else "looking"
+            text = f"{self.joint} is {what} {np.degrees(self.error):.1f} degrees from its target"
+        return text + (" (it gave way to the other pins)" if self.gave_way else "")
+
+
+def breaks_a_pin(misses):
+    """Whether misses (Miss) hold a hard pin that neither was soft nor gave way: a pose that
+    stalled short of the pins, not one where a pin out of reach gave way."""
+    return any(not (m.soft or m.gave_way) for m in misses)
 
 
 @dataclass(frozen=True)
@@ -347,12 +364,44 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     hard row for the next step; released when a step turns it back inside); it
     stops once every residual is below 1e-5 (0.01 mm), or when the soft level stops
     improving with the hard level met.
+
+    When the hard pins cannot all be held (options.give_way), the pin that gives way is one
+    the pose misses: an effector with `give_way_first` before any other, then the one
+    furthest from its target (against HARD_TOLERANCE). The pose is refined again from the
+    start with that pin soft, and so on while another still misses (never the last pin); a
+    pin that gave way before the last one is held again where the others then still hold.
+    The pins that gave way are reported as such (Miss.gave_way).
     """
     local = np.array(local_rot, dtype=np.float64)
     trans = np.array(trans, dtype=np.float64)
     rest = np.asarray(rest, dtype=np.float64)
     effectors = list(effectors)
     soft_flags = [bool(getattr(e, "soft", False)) for e in effectors]
+
+    def solve(gave_way):
+        flags = [soft or n in gave_way for n, soft in enumerate(soft_flags)]
+        pose = _refine_levels(local, trans, rest, effectors, flags, options)
+        return pose, effector_errors(effectors, *pose, rest)
+
+    gave_way = []
+    pose, errors = solve(gave_way)
+    while options.give_way:
+        pin = _giving_way(effectors, soft_flags, gave_way, errors)
+        if pin is None:
+            break
+        gave_way.append(pin)
+        pose, errors = solve(gave_way)
+    for pin in gave_way[:-1]:   # given way before the one that could not be met: maybe not needed
+        fewer = [n for n in gave_way if n != pin]
+        trial, trial_errors = solve(fewer)
+        if not _missed_pins(effectors, soft_flags, fewer, trial_errors):
+            gave_way, pose, errors = fewer, trial, trial_errors
+    return Refined(local_rot=pose[0], trans=pose[1], errors=errors,
+                   misses=_misses(effectors, soft_flags, errors, gave_way))
+
+
+def _refine_levels(local, trans, rest, effectors, soft_flags, options):
+    """refine_pose's two levels from (local, trans) with these soft flags: (local, trans)."""
     hard = _Targets([e for e, s in zip(effectors, soft_flags) if not s])
     soft = _Targets([e for e, s in zip(effectors, soft_flags) if s])
     limits = _Limits() if options.joint_limits else None
@@ -364,9 +413,23 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
     # the soft level has gone as far as it can: make the hard one exact again if a step left it off
     state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
-    local, trans = state[0], state[1]
-    errors = effector_errors(effectors, local, trans, rest)
-    return Refined(local_rot=local, trans=trans, errors=errors, misses=_misses(effectors, soft_flags, errors))
+    return state[0], state[1]
+
+
+def _missed_pins(effectors, soft_flags, gave_way, errors):
+    """Indices of the hard pins (not soft, not in gave_way) beyond HARD_TOLERANCE."""
+    return [n for n, soft in enumerate(soft_flags)
+            if not soft and n not in gave_way and errors[n] > HARD_TOLERANCE[kind_of(effectors[n])]]
+
+
+def _giving_way(effectors, soft_flags, gave_way, errors):
+    """The index of the next hard pin to give way (refine_pose), or None when every pin holds
+    or only one is left."""
+    missed = _missed_pins(effectors, soft_flags, gave_way, errors)
+    if not missed or soft_flags.count(False) - len(gave_way) < 2:
+        return None
+    return max(missed, key=lambda n: (bool(getattr(effectors[n], "give_way_first", False)),
+                                      errors[n] / HARD_TOLERANCE[kind_of(effectors[n])]))
 
 
 def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
@@ -489,14 +552,16 @@ def _merge_held(held, pushed):
     return [(n, c, angles) for (n, c), angles in merged.items()]
 
 
-def _misses(effectors, soft_flags, errors):
+def _misses(effectors, soft_flags, errors, gave_way=()):
+    """The effectors not met, largest first; the indices in gave_way are pins (not soft) that
+    gave way."""
     out = []
-    for e, soft, error in zip(effectors, soft_flags, errors):
+    for n, (e, soft, error) in enumerate(zip(effectors, soft_flags, errors)):
         kind = kind_of(e)
         tolerance = max(float(getattr(e, "tolerance", 0.0)), HARD_TOLERANCE[kind]) if soft else HARD_TOLERANCE[kind]
         if error > tolerance:
             name = e.joint if isinstance(e.joint, str) else JOINT_NAMES[int(e.joint)]
-            out.append(Miss(name, kind, float(error), tolerance, soft))
+            out.append(Miss(name, kind, float(error), tolerance, soft, gave_way=n in gave_way))
     return tuple(sorted(out, key=lambda m: -m.error))
 
 

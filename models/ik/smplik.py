@@ -323,7 +323,9 @@ class SmplIk:
         out = []
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, options)):
             # from some starts the refinement stalls (a limb folded against its range): try again
-            # nearer the natural pose, which the same pins reach, and last from the network's guess
+            # nearer the natural pose, which the same pins reach, and last from the network's guess.
+            # Where another start misses the same pins as far, the problem is out of reach, not
+            # the start stuck: the sample stays (else every sample would become the same retry)
             starts = [latents[0, k] * shrink for shrink in SAMPLE_RETRIES] + [None]
             for retry in starts:
                 if not any(not m.soft for m in refined.misses):
@@ -331,6 +333,8 @@ class SmplIk:
                 start = ([x[0] for x in self.predict(encoded, rest)] if retry is None else
                          [x[0, 0] for x in self._decode(condition, retry[None, None])])
                 again = refine_pose(*start, rest[0], effectors + extra, options)
+                if same_misses(again.misses, refined.misses):
+                    break
                 if miss_total(again) < miss_total(refined):
                     refined = again
             out.append(refined)
@@ -393,6 +397,7 @@ class SmplIk:
 
 MODES = ("deterministic", "natural")
 SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from
+SAME_MISS = 1e-3   # metres (radians): two solves missing an effector this alike miss it the same
 DEFAULT_MODE = "deterministic"   # the baseline, until the natural pose beats it on every benchmark figure
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
@@ -412,6 +417,14 @@ def _pose_arrays(pose, name):
     if not (np.all(np.isfinite(local)) and np.all(np.isfinite(trans))):
         raise SmplIkError(f"{name} holds NaN or infinite numbers")
     return local, trans
+
+
+def same_misses(a, b):
+    """Whether two solves' misses (refine.Miss) name the same effectors, each as far from its
+    target to within SAME_MISS."""
+    key = lambda m: (m.joint, m.kind)   # noqa: E731
+    a, b = sorted(a, key=key), sorted(b, key=key)
+    return [key(m) for m in a] == [key(m) for m in b] and all(abs(m.error - n.error) < SAME_MISS for m, n in zip(a, b))
 
 
 def miss_total(refined):

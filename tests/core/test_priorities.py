@@ -44,6 +44,14 @@ def inside(local, slack=1e-6):
                and np.all(limb_euler(local, lim) <= np.array(lim.high) + slack) for lim in JOINT_LIMITS)
 
 
+def arm_stretch(out, rest):
+    """The left wrist's distance from the shoulder over the arm's length (1: straight)."""
+    posed = forward_kinematics(out.local_rot, rest, PARENTS, out.trans).positions
+    shoulder, elbow, wrist = (JOINT_INDEX[n] for n in ("left_shoulder", "left_elbow", "left_wrist"))
+    reach = np.linalg.norm(rest[elbow] - rest[shoulder]) + np.linalg.norm(rest[wrist] - rest[elbow])
+    return np.linalg.norm(posed[wrist] - posed[shoulder]) / reach
+
+
 def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
     local, trans, rest, fk = standing
     far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]         # far beyond the arm
@@ -53,11 +61,7 @@ def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
     hard = [n for n, e in enumerate(effs) if not e.soft]
     assert errors[hard].max() < 1e-4, errors                              # every hard pin holds (0.1 mm)
     # the wrist went as far as it could: the arm is stretched straight toward the target
-    posed = forward_kinematics(out.local_rot, rest, PARENTS, out.trans).positions
-    shoulder, elbow, wrist = (posed[JOINT_INDEX[n]] for n in ("left_shoulder", "left_elbow", "left_wrist"))
-    reach = np.linalg.norm(rest[JOINT_INDEX["left_elbow"]] - rest[JOINT_INDEX["left_shoulder"]]) + \
-        np.linalg.norm(rest[JOINT_INDEX["left_wrist"]] - rest[JOINT_INDEX["left_elbow"]])
-    assert np.linalg.norm(wrist - shoulder) > 0.97 * reach
+    assert arm_stretch(out, rest) > 0.97
     assert errors[2] < np.linalg.norm(far - fk.positions[JOINT_INDEX["left_wrist"]])
     # and the solve says which effector misses, by how much
     (miss,) = out.misses
@@ -66,15 +70,78 @@ def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
     assert inside(out.local_rot)
 
 
-def test_all_hard_pins_are_pulled_by_an_unreachable_one_where_soft_ones_are_not(standing):
-    """The old behaviour, for contrast: one level, every pin gives a little."""
+def test_a_pin_out_of_reach_gives_way_alone_and_the_others_hold(standing):
+    """Every effector a pin and the left wrist's far beyond the arm: the pins cannot all be held,
+    so the wrist gives way (nothing says which first: the one furthest from its target) and
+    goes as far as a soft wrist would; the others stay where they are."""
     local, trans, rest, fk = standing
     far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
     all_hard = pins(fk, {"left_wrist": far})
     out = refine_pose(local, trans, rest, all_hard)
     errors = measured_effector_errors(all_hard, out.local_rot, out.trans, rest)
+    assert np.delete(errors, 2).max() < 1e-4, errors                     # the other pins hold (0.1 mm)
+    (miss,) = out.misses
+    assert miss.joint == "left_wrist" and miss.gave_way and not miss.soft
+    assert np.isclose(miss.error, errors[2], atol=1e-9)
+    assert miss.describe() == f"left_wrist is {errors[2] * 100:.1f} cm from its target (it gave way to the other pins)"
+    assert arm_stretch(out, rest) > 0.97                                 # reaching out straight toward it
+    soft = refine_pose(local, trans, rest, pins(fk, {"left_wrist": far}, soft=("left_wrist",)))
+    assert errors[2] == pytest.approx(soft.errors[2], abs=1e-3)          # as far as a soft wrist gets
+    assert inside(out.local_rot)
+
+
+def test_without_give_way_every_pin_gives_a_little(standing):
+    """The contrast (and the solver before pins gave way): one level, every pin is pulled."""
+    local, trans, rest, fk = standing
+    far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
+    all_hard = pins(fk, {"left_wrist": far})
+    out = refine_pose(local, trans, rest, all_hard, RefineOptions(give_way=False))
+    errors = measured_effector_errors(all_hard, out.local_rot, out.trans, rest)
     assert np.delete(errors, 2).max() > 2e-3            # the other pins drift by millimetres
-    assert {m.joint for m in out.misses} >= {"left_wrist"} and not any(m.soft for m in out.misses)
+    assert len(out.misses) > 1 and not any(m.soft or m.gave_way for m in out.misses)
+
+
+@pytest.mark.parametrize("first", ["pelvis", "head"])
+def test_the_pin_marked_to_give_way_first_is_the_one_that_gives(standing, first):
+    """Only the pelvis and head pinned, the head 20 cm above where the spine reaches: either
+    pin giving way ends the conflict. Marked, the pelvis gives way (the body rises to the head)
+    or the head does (the pelvis stays); the other one holds."""
+    local, trans, rest, fk = standing
+    head = fk.positions[JOINT_INDEX["head"]] + [0.0, 0.2, 0.0]
+    effs = [Effector("pelvis", P, tuple(fk.positions[0]), give_way_first=first == "pelvis"),
+            Effector("head", P, tuple(head), give_way_first=first == "head")]
+    out = refine_pose(local, trans, rest, effs)
+    errors = measured_effector_errors(effs, out.local_rot, out.trans, rest)
+    (miss,) = out.misses
+    assert miss.joint == first and miss.gave_way
+    other = 1 if first == "pelvis" else 0
+    assert errors[other] < 1e-4
+    rise = forward_kinematics(out.local_rot, rest, PARENTS, out.trans).positions[0, 1] - fk.positions[0, 1]
+    assert rise > 0.15 if first == "pelvis" else abs(rise) < 1e-4
+
+
+def test_a_marked_pin_that_does_not_end_the_conflict_is_held_again(standing):
+    """The pelvis marked to give way first, but the conflict is the far wrist's: the pelvis
+    giving way cannot bring the wrist within reach (the ankles hold the legs), so it is held
+    again and the wrist gives way alone."""
+    local, trans, rest, fk = standing
+    far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
+    effs = [Effector(e.joint, P, e.target, give_way_first=e.joint == "pelvis") for e in pins(fk, {"left_wrist": far})]
+    out = refine_pose(local, trans, rest, effs)
+    errors = measured_effector_errors(effs, out.local_rot, out.trans, rest)
+    assert np.delete(errors, 2).max() < 1e-4, errors
+    assert [(m.joint, m.gave_way) for m in out.misses] == [("left_wrist", True)]
+
+
+def test_two_pins_out_of_reach_both_give_way_and_the_rest_hold(standing):
+    local, trans, rest, fk = standing
+    moved = {"left_wrist": fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9],
+             "right_wrist": fk.positions[JOINT_INDEX["right_wrist"]] + [-0.6, 0.5, 0.9]}
+    effs = pins(fk, moved)
+    out = refine_pose(local, trans, rest, effs)
+    errors = measured_effector_errors(effs, out.local_rot, out.trans, rest)
+    assert errors[[0, 1, 4, 5]].max() < 1e-4, errors
+    assert {m.joint for m in out.misses} == set(moved) and all(m.gave_way for m in out.misses)
 
 
 def test_a_reachable_soft_target_is_met(standing):
