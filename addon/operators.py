@@ -464,7 +464,7 @@ class SMPL_IK_OT_fit_rig(RigOperator, bpy.types.Operator):
         proxy.select_set(True)
         context.view_layer.objects.active = proxy
         return (f"Fitted {proxy.name}: {sum(fit.mapping.mapped)} joints mapped, rig in {fit.unit_name}, "
-                f"scale {fit.shape.scale:.3f}"
+                f"mesh scale {fit.mesh_scale:.3f}"
                 + ("; driving the Rigify rig's FK controls, limbs switched to FK" if obj.smpl_ik_rig.rigify else ""))
 
 

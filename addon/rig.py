@@ -127,8 +127,8 @@ def fit_and_drive(context, rig):
     proxy.smpl_ik.rig = rig
     mesh = proxy.smpl_ik.mesh   # the fitted body, scaled to the rig and put on its pelvis
     body_rest = body.rest_joints(fit.betas)
-    mesh.scale = (1.0 / fit.shape.scale,) * 3
-    mesh.location = bridge.to_blender(fit.proxy_rest[0] - body_rest[0] / fit.shape.scale)
+    mesh.scale = (fit.mesh_scale,) * 3
+    mesh.location = bridge.to_blender(fit.proxy_rest[0] - body_rest[0] * fit.mesh_scale)
 
     axes = bridge.bone_axes(proxy)
     fk = forward_kinematics(fit.rig_pose, fit.proxy_rest, PARENTS)

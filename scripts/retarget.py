@@ -5,9 +5,16 @@
 INPUT is a .bvh file, a folder (searched recursively) or a glob ("mocap/**/*.bvh").
 For X.bvh it writes DIR/X.npz (folders keep their sub-folders) with
   poses (T, 72) axis-angle in SMPL joint order, root first;  trans (T, 3) metres;
-  betas (10,) from shape inversion;  mocap_framerate;  gender;  body_model;
-in SMPL's frame (Y up). Existing outputs are kept unless --overwrite. A failed file never
-leaves a partial output and the others still run; the exit status is 1 if any file failed.
+  betas (10,) from shape inversion, at the source's size;  mocap_framerate;  gender;
+  body_model;  length_unit;  and the body check: height_m, max_abs_beta,
+  length_residual_pct, torso_lean_deg (source, body) and warnings (one string each),
+in SMPL's frame (Y up). The file's length unit is inferred from its skeleton (an adult is
+1.4-2.1 m tall) unless --unit gives it. A body that is not plausible (height outside
+1.4-2.1 m with an inferred unit, betas at their bound, bone lengths missed by over 5%, the
+torso leaning 10 degrees off the source's) is retargeted with a WARNING in the table, the
+.npz and the --report JSON. Existing outputs are kept unless --overwrite. A failed file
+never leaves a partial output and the others still run; the exit status is 1 if any file
+failed.
 """
 import argparse
 import glob
@@ -19,7 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from models.core.errors import SmplIkError  # noqa: E402
+from models.core.files import write_json  # noqa: E402
 from models.motion.batch import JobResult, RetargetJob, run_job  # noqa: E402
+from models.motion.retarget import LENGTH_UNITS, parse_unit  # noqa: E402
 
 
 def expand_inputs(inputs):
@@ -58,7 +68,7 @@ def make_jobs(args):
         bvh_out = str(target.with_name(target.stem + "_smpl.bvh")) if args.bvh_out else ""
         jobs.append(RetargetJob(source=str(src), output=str(target), body=args.body or "",
                                 mapping=args.mapping or "", polish=not args.no_polish,
-                                bvh_output=bvh_out, overwrite=args.overwrite))
+                                bvh_output=bvh_out, overwrite=args.overwrite, unit=args.unit or ""))
     return jobs, failures
 
 
@@ -82,7 +92,7 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            status = "ok" if result.ok else "FAILED"
+            status = ("WARNING" if result.warnings else "ok") if result.ok else "FAILED"
             self.stream.write(f"[{self.done}/{self.total}] {status} {result.source}\n")
         self.stream.flush()
 
@@ -135,22 +145,41 @@ def run_dask(jobs, scheduler, workers, progress):
 
 
 def summary(results, stream=sys.stdout):
-    rows = [("file", "frames", "fps", "limb err (deg)", "seconds", "result")]
+    rows = [("file", "frames", "fps", "unit", "height m", "max |beta|", "length resid %",
+             "lean src/body deg", "limb err deg", "seconds", "result")]
     for r in results:
         name = Path(r.source).name if r.source else "?"
         if r.ok:
-            rows.append((name, str(r.frames), f"{r.fps:.0f}", f"{r.limb_error_deg:.2f}", f"{r.seconds:.2f}", "ok"))
+            b = r.body
+            lean = b["torso_lean_deg"]
+            rows.append((name, str(r.frames), f"{r.fps:.0f}", r.unit, f"{b['height_m']:.2f}",
+                         f"{b['max_abs_beta']:.1f}", f"{b['length_residual_pct']:.1f}",
+                         "/".join("-" if x is None else f"{x:.0f}" for x in (lean["source"], lean["body"])),
+                         f"{r.limb_error_deg:.2f}",
+                         f"{r.seconds:.2f}", "WARNING: " + "; ".join(r.warnings) if r.warnings else "ok"))
         else:
-            rows.append((name, "", "", "", f"{r.seconds:.2f}", "FAILED: " + r.error))
-    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+            rows.append((name,) + ("",) * 8 + (f"{r.seconds:.2f}", "FAILED: " + r.error))
+    widths = [max(len(row[k]) for row in rows) for k in range(10)]
     for row in rows:
-        stream.write("  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] + "\n")
+        stream.write("  ".join(c.ljust(w) for c, w in zip(row[:10], widths)) + "  " + row[10] + "\n")
     ok = [r for r in results if r.ok]
     frames = sum(r.frames for r in ok)
     stream.write(f"{len(ok)} of {len(results)} files retargeted, {frames} frames")
     if ok:
         stream.write(f", mean limb-direction error {sum(r.limb_error_deg for r in ok) / len(ok):.2f} deg")
+        warned = sum(bool(r.warnings) for r in ok)
+        if warned:
+            stream.write(f"; {warned} with warnings (implausible bodies: see the result column)")
     stream.write("\n")
+
+
+def report(results):
+    """The --report JSON: one entry per input file."""
+    return {"files": [{"source": r.source, "output": r.output, "ok": r.ok, "error": r.error,
+                       "frames": r.frames, "fps": r.fps, "unit": r.unit, "body": r.body,
+                       "warnings": list(r.warnings), "notes": list(r.notes),
+                       "limb_error_deg": None if r.limb_error_deg != r.limb_error_deg else round(r.limb_error_deg, 3)}
+                      for r in results]}
 
 
 def main(argv=None):
@@ -163,6 +192,9 @@ def main(argv=None):
     ap.add_argument("--mapping", help='JSON {"smpl_joint": "source joint" or null} overriding the automatic mapping')
     ap.add_argument("--bvh-out", action="store_true", help="also write DIR/X_smpl.bvh on SMPL's skeleton")
     ap.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    ap.add_argument("--unit", help=f"the files' length unit: {', '.join(LENGTH_UNITS)} ('cmu': CMU's own "
+                                   "1/0.45 inch) or metres per unit; default: inferred from each skeleton")
+    ap.add_argument("--report", help="also write a JSON report of every file (body figures, warnings)")
     ap.add_argument("--no-polish", action="store_true",
                     help="rotation transfer only: skip the pass that makes segments follow the source's")
     ap.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
@@ -174,6 +206,11 @@ def main(argv=None):
         ap.error("--scheduler needs --executor dask")
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
+    if args.unit:
+        try:
+            parse_unit(args.unit)
+        except SmplIkError as exc:
+            ap.error(str(exc))
 
     jobs, failures = make_jobs(args)
     progress = Progress(len(jobs) + len(failures))
@@ -185,6 +222,8 @@ def main(argv=None):
         results = run_local(jobs, args.jobs, progress)
     results = failures + results
     summary(results)
+    if args.report:
+        write_json(args.report, report(results))
     return 0 if results and all(r.ok for r in results) else 1
 
 

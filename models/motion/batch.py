@@ -29,6 +29,7 @@ class RetargetJob:
     polish: bool = True
     bvh_output: str = ""        # also write an SMPL-skeleton BVH here, optional
     overwrite: bool = False
+    unit: str = ""              # the file's length unit (retarget.parse_unit); "" infers it
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class JobResult:
     seconds: float = 0.0
     convention: str = ""
     notes: tuple = field(default_factory=tuple)
+    unit: str = ""                      # the length unit used (inferred or given)
+    body: dict = field(default_factory=dict)   # retarget.BodyCheck.report(): height, betas, ...
+    warnings: tuple = field(default_factory=tuple)  # an implausible body: why (BodyCheck)
 
 
 def body_name(path):
@@ -67,7 +71,8 @@ def retarget_source(job):
     motion = read_bvh(job.source)
     overrides = load_overrides(job.mapping) if job.mapping else None
     mapping = build_mapping(motion.skeleton.names, job.source, overrides, job.mapping)
-    return body, motion, mapping, retarget(motion, body, mapping, polish=job.polish)
+    return body, motion, mapping, retarget(motion, body, mapping, polish=job.polish,
+                                           length_unit=job.unit or None)
 
 
 def dataset_clip(job, fps=None, skip_first=0):
@@ -84,7 +89,7 @@ def dataset_clip(job, fps=None, skip_first=0):
     return {"poses": result.poses.reshape(len(result.poses), -1)[keep].astype(np.float32),
             "trans": result.trans[keep].astype(np.float32), "betas": result.betas.astype(np.float32),
             "frame": keep.astype(np.int32), "fps": result.fps / step, "source_fps": result.fps,
-            "limb_error_deg": result.mean_limb_error_deg}
+            "limb_error_deg": result.mean_limb_error_deg, "warnings": result.check.warnings}
 
 
 def run_job(job):
@@ -108,6 +113,12 @@ def run_job(job):
             body_model=np.array(body_name(job.body)),
             source=np.array(Path(job.source).name),
             limb_error_deg=np.float32(result.mean_limb_error_deg),
+            length_unit=np.array(result.rig.unit_name),
+            height_m=np.float32(result.check.height_m),
+            max_abs_beta=np.float32(result.check.max_abs_beta),
+            length_residual_pct=np.float32(result.check.length_residual_pct),
+            torso_lean_deg=np.array([result.check.lean_source_deg, result.check.lean_body_deg], np.float32),
+            warnings=np.array(result.check.warnings, dtype=str),
         )
         if job.bvh_output:
             try:
@@ -118,7 +129,8 @@ def run_job(job):
         return JobResult(source=job.source, output=str(out), ok=True, frames=t, fps=result.fps,
                          limb_error_deg=result.mean_limb_error_deg,
                          seconds=time.perf_counter() - start, convention=mapping.convention,
-                         notes=mapping.notes)
+                         notes=result.notes, unit=result.rig.unit_name, body=result.check.report(),
+                         warnings=result.check.warnings)
     except SmplIkError as exc:
         return JobResult(source=job.source, output=job.output, ok=False, error=str(exc),
                          seconds=time.perf_counter() - start)

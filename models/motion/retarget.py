@@ -1,21 +1,30 @@
 """Motion of any mapped humanoid skeleton onto an SMPL body: shape inversion and retargeting.
 
 Steps, all in SMPL's frame (Y up, facing +Z, metres):
-1. `SourceRig`: the source's axes and units are found from its reference pose (the pose its
-   OFFSETs describe): left from the hips, up along the spine, units from the leg length.
-2. `fit_shape` (SMPL-SI's shape inversion): betas and a uniform scale so the SMPL skeleton's
-   segments have the source's lengths. Joints are linear in betas, so it is one regularised
-   least-squares solve.
+1. `source_rig`: the source's reference pose, axes and length unit. The reference is the
+   file's zero-rotation (OFFSET) pose when that is a standing rest pose (T-pose, A-pose);
+   exports whose bones carry rest orientations (Character Creator, Maya, Daz, game engines)
+   have a zero pose that is no human pose, so the motion's own frame nearest a standing rest
+   pose is the reference instead. Only joint positions choose it, so a rig with rest
+   orientations and the same rig without them find the same reference. Left comes from the
+   hips, up from the spine, the unit from the limb lengths (an adult is 1.4-2.1 m).
+2. `fit_shape` (SMPL-SI's shape inversion): betas, within +-BETA_BOUND, so the SMPL
+   skeleton's limbs and widths have the source's absolute lengths. Joints are linear in
+   betas, so it is a small bounded least-squares solve.
 3. `retarget`: each SMPL joint's world rotation is the source joint's rotation relative to
    the reference pose, composed with a rest alignment that takes the source's reference
-   directions onto SMPL's T-pose (so A-pose and T-pose rests both work). The optional polish
-   then swings every joint so its segments point exactly where the source's do, keeping the
-   source's twist. The root translation is scaled to the new body.
+   directions onto SMPL's T-pose (so A-pose and T-pose references both work). The optional
+   polish then swings every joint so its segments point exactly where the source's do,
+   keeping the source's twist. The root follows the source's hips, in metres.
+4. `BodyCheck`: the figures that say whether the body is plausible (height, largest |beta|,
+   bone-length residual, torso lean against the source's), with warnings when it is not.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..body.measure import measure
 from ..body.model import NUM_BETAS
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
@@ -32,21 +41,62 @@ LIMBS = (("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("left_ankle", 
          ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"), ("left_wrist", "left_hand"),
          ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"), ("right_wrist", "right_hand"),
          ("pelvis", "neck"), ("neck", "head"))
-UNIT_CANDIDATES = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254}
-TYPICAL_LEG_M = 0.85  # hip to ankle of an adult, to recognise the file's units
+# Metres per file unit. "cmu": CMU's ASF/AMC skeletons, and BVH converted from them as they
+# are, measure lengths in 1/0.45 inch (the ASF's `:units length 0.45`).
+LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "cmu": 0.0254 / 0.45}
+ADULT_HEIGHT_M = (1.4, 2.1)     # an adult's stature: the unit that puts the source here wins
+TYPICAL_HEIGHT_M = 1.7          # ... and, if several do, the one nearest this
+BETA_BOUND = 5.0                # |beta| the shape fit may use: +-5 sd spans 1.23-2.19 m tall
+AT_BOUND_SD = 0.1               # a beta this close to the bound counts as held there
+LENGTH_RESIDUAL_LIMIT = 0.05    # RMS relative bone-length miss above which a body is flagged
+LEAN_LIMIT_DEG = 10.0  # torso lean differing from the source's by more is flagged (where a skeleton
+# puts its shoulders on the spine moves the figure a few degrees: 7 on the m21 T-pose)
+# The limbs whose lengths set the unit: the same bones on every skeleton convention.
+UNIT_LIMBS = (("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("right_hip", "right_knee"),
+              ("right_knee", "right_ankle"), ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"),
+              ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"))
+
+
+def parse_unit(text):
+    """('name', metres per file unit) from a unit name in LENGTH_UNITS or a positive number
+    of metres; raises SmplIkError naming the choices."""
+    text = str(text).strip()
+    if text in LENGTH_UNITS:
+        return text, LENGTH_UNITS[text]
+    try:
+        metres = float(text)
+    except ValueError:
+        metres = float("nan")
+    if not (math.isfinite(metres) and metres > 0):
+        raise SmplIkError(f"unit {text!r}: use one of {', '.join(LENGTH_UNITS)} or metres per file "
+                          "unit as a positive number (0.01 for centimetres)")
+    return f"{metres:g} m", metres
 
 
 # --- the source skeleton in SMPL's frame -----------------------------------------------------
 
 @dataclass(frozen=True)
 class SourceRig:
-    """A mapped source skeleton: how to bring its joints into SMPL's frame and metres."""
+    """A mapped source skeleton: how to bring its joints into SMPL's frame and metres.
+
+    `reference` is the motion frame whose pose is the reference, or -1 for the file's own
+    zero-rotation pose; `ref_positions` (Js, 3) are that pose's joints (SMPL frame, metres).
+    `unit_given`: the unit came from the caller, not from the skeleton's size."""
 
     mapping: JointMapping
     to_smpl: np.ndarray      # (3, 3) rotation: SMPL frame from the file's frame
     unit: float              # metres per file unit
     unit_name: str
-    ref_positions: np.ndarray  # (Js, 3) reference-pose joint positions, SMPL frame, metres
+    ref_positions: np.ndarray
+    reference: int = -1
+    unit_given: bool = False
+
+    @property
+    def reference_note(self):
+        if self.reference < 0:
+            return ""
+        return (f"the file's zero-rotation pose is not a standing rest pose (its bones carry rest "
+                f"orientations): frame {self.reference} is the reference pose")
 
 
 def _fk_offsets(parents, offsets):
@@ -68,29 +118,128 @@ def _snap_to_axes(rot, tolerance_deg=20.0):
     return snapped if angle < tolerance_deg else rot
 
 
-def source_rig(skeleton, mapping):
-    """Find a mapped skeleton's axes and units from its reference (OFFSET) pose."""
-    ref = _fk_offsets(skeleton.parents, skeleton.offsets)
-    src = mapping.source
-    at = lambda name: ref[src[JOINT_INDEX[name]]]  # noqa: E731
+def _nearest_axis(v):
+    """The signed coordinate axis nearest the direction v (3,)."""
+    axis = np.zeros(3)
+    k = int(np.argmax(np.abs(v)))
+    axis[k] = np.sign(v[k])
+    return axis
+
+
+def _angle_deg(a, b):
+    """Angle (..., ) degrees between vectors a and b (..., 3); NaN where either is zero."""
+    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.sum(a * b, axis=-1) / (na * nb)
+    return np.degrees(np.arccos(np.clip(cos, -1, 1)))
+
+
+def _torso(p):
+    """(mid-hips, up from the hips to the shoulders or neck, left) of SMPL-joint positions
+    (..., 24, 3); NaN where unmapped."""
+    at = lambda name: p[..., JOINT_INDEX[name], :]  # noqa: E731
+    hips = 0.5 * (at("left_hip") + at("right_hip"))
+    shoulders = 0.5 * (at("left_shoulder") + at("right_shoulder"))
+    top = np.where(np.isnan(shoulders), at("neck"), shoulders)
     left = at("left_hip") - at("right_hip") + at("left_shoulder") - at("right_shoulder")
-    top = [ref[src[JOINT_INDEX[n]]] for n in ("neck", "head", "spine3", "spine2") if src[JOINT_INDEX[n]] is not None]
-    top = top[0] if top else 0.5 * (at("left_shoulder") + at("right_shoulder"))
-    up = top - 0.5 * (at("left_hip") + at("right_hip"))
-    x = unit(left)
-    y = unit(up - (up @ x) * x)
-    if not (np.isfinite(x).all() and np.isfinite(y).all()) or np.linalg.norm(left) < 1e-9:
+    return hips, top - hips, left
+
+
+def rest_pose_departure(p):
+    """How far poses are from a standing rest pose (T-pose, A-pose or arms down), in summed
+    degrees (...,): legs straight and along the spine's downward direction, knees and elbows
+    straight, arms in the body's frontal plane, hips across the spine. p: (..., 24, 3) SMPL
+    joint positions in any frame and unit (NaN where unmapped: those terms count 0)."""
+    at = lambda name: p[..., JOINT_INDEX[name], :]  # noqa: E731
+    _, up, left = _torso(p)
+    forward = np.cross(left, up)
+    terms = [np.abs(90.0 - _angle_deg(at("left_hip") - at("right_hip"), up))]
+    for s in ("left", "right"):
+        hip, knee, ankle = at(f"{s}_hip"), at(f"{s}_knee"), at(f"{s}_ankle")
+        shoulder, elbow, wrist = at(f"{s}_shoulder"), at(f"{s}_elbow"), at(f"{s}_wrist")
+        terms += [_angle_deg(ankle - hip, -up), _angle_deg(knee - hip, ankle - knee),
+                  _angle_deg(elbow - shoulder, wrist - elbow),
+                  np.abs(90.0 - _angle_deg(elbow - shoulder, forward))]
+    return np.nansum(np.stack(terms), axis=0)
+
+
+REST_POSE_LIMIT_DEG = 120.0  # a zero pose departing further is no rest pose (legs up, say)
+
+
+def _world_up(p):
+    """The file's up axis (3,) from poses (T, 24, 3): the coordinate axis nearest the median
+    direction from the hips to the shoulders (the actor stands most of the time)."""
+    _, up, _ = _torso(p)
+    up = up / np.linalg.norm(up, axis=-1, keepdims=True)
+    return _nearest_axis(np.nanmedian(up.reshape(-1, 3), axis=0))
+
+
+def _limb_lengths(p):
+    """UNIT_LIMBS lengths (n,) of SMPL-joint positions p (24, 3), NaN where unmapped."""
+    return np.array([np.linalg.norm(p[JOINT_INDEX[b]] - p[JOINT_INDEX[a]]) for a, b in UNIT_LIMBS])
+
+
+def infer_unit(ref_smpl, body):
+    """('name', metres per unit) of a skeleton from its limb lengths: the LENGTH_UNITS entry
+    that makes it an adult's size (ADULT_HEIGHT_M; nearest TYPICAL_HEIGHT_M among several).
+    ref_smpl: (24, 3) reference joints at SMPL joints in file units (NaN where unmapped).
+    The size compares the limbs with `body`'s mean shape, whose height is known."""
+    src = _limb_lengths(ref_smpl)
+    template = _limb_lengths(body.rest_joints(np.zeros(NUM_BETAS)))
+    ok = np.isfinite(src) & (src > 0)
+    if not ok.any():
+        raise SmplIkError("the skeleton's arms and legs have zero length")
+    per_metre = float(np.median(src[ok] / template[ok]))   # file units per metre of the mean body
+    mean_height = measure(body, np.zeros(NUM_BETAS)).height
+
+    def badness(name):
+        height = LENGTH_UNITS[name] * per_metre * mean_height
+        low, high = ADULT_HEIGHT_M
+        outside = max(math.log(low / height), math.log(height / high), 0.0)
+        return outside, abs(math.log(height / TYPICAL_HEIGHT_M))
+
+    name = min(LENGTH_UNITS, key=badness)
+    return name, LENGTH_UNITS[name]
+
+
+def source_rig(skeleton, mapping, body, positions=None, length_unit=None):
+    """Find a mapped skeleton's reference pose, axes and units.
+
+    positions: (T, Js, 3) the motion's joint positions (file frame and units), or None for a
+    skeleton whose OFFSET pose is its true rest (an armature's bone heads). With a motion, a
+    zero pose that departs from a standing rest pose by more than REST_POSE_LIMIT_DEG is not
+    trusted; the frame that departs least is the reference. length_unit: a name or number for
+    `parse_unit`, or None to infer it with `infer_unit`.
+    """
+    ref = _fk_offsets(skeleton.parents, skeleton.offsets)
+    reference = -1
+    if positions is not None and len(positions):
+        zero_pose = smpl_positions(ref, mapping, {})
+        if not rest_pose_departure(zero_pose) <= REST_POSE_LIMIT_DEG:
+            reference = int(np.argmin(rest_pose_departure(smpl_positions(positions, mapping, {}))))
+            ref = positions[reference]
+    p = smpl_positions(ref, mapping, {})
+    _, up, left = _torso(p)
+    if not (np.isfinite(left).all() and np.linalg.norm(left) > 1e-9):
         raise SmplIkError("the skeleton's hips and shoulders do not span a body (zero width)")
-    frame = np.stack([x, y, np.cross(x, y)])  # rows: where the file's axes go
-    frame = _snap_to_axes(frame)
-    leg = 0.5 * sum(np.linalg.norm(at(f"{s}_hip") - at(f"{s}_knee")) + np.linalg.norm(at(f"{s}_knee") - at(f"{s}_ankle"))
-                    for s in ("left", "right"))
-    if leg <= 0:
-        raise SmplIkError("the skeleton's legs have zero length")
-    name = min(UNIT_CANDIDATES, key=lambda u: abs(np.log(leg * UNIT_CANDIDATES[u] / TYPICAL_LEG_M)))
-    metres = UNIT_CANDIDATES[name]
+    if reference < 0:
+        x = unit(left)
+        y = unit(up - (up @ x) * x)
+        frame = _snap_to_axes(np.stack([x, y, np.cross(x, y)]))  # rows: where the file's axes go
+    else:
+        # a motion frame faces anywhere: keep the file's up axis and turn only by quarter turns
+        y = _world_up(smpl_positions(positions, mapping, {}))
+        x = _nearest_axis(left - (left @ y) * y)
+        frame = np.stack([x, y, np.cross(x, y)])
+    if not np.isfinite(up).all() or np.linalg.norm(up) < 1e-9:
+        raise SmplIkError("the skeleton's spine has zero length")
+    if length_unit is None:
+        name, metres = infer_unit(p, body)
+    else:
+        name, metres = parse_unit(length_unit)
     return SourceRig(mapping=mapping, to_smpl=frame, unit=metres, unit_name=name,
-                     ref_positions=metres * ref @ frame.T)
+                     ref_positions=metres * ref @ frame.T, reference=reference,
+                     unit_given=length_unit is not None)
 
 
 def _chain_fractions(rest_joints, mapped):
@@ -148,68 +297,153 @@ MEASUREMENTS = {
 
 @dataclass(frozen=True)
 class ShapeFit:
-    """Shape inversion result: SMPL joints(betas) ~ scale * source (metres)."""
+    """Shape inversion result: SMPL joints(betas) ~ source joints, absolute lengths (metres)."""
 
-    betas: np.ndarray          # (10,)
-    scale: float
+    betas: np.ndarray          # (10,), each within +-BETA_BOUND
     names: tuple               # the measurements fitted
-    residual_mm: np.ndarray    # per measurement, |fitted - target| in mm
-    length_ratio: np.ndarray   # per measurement, fitted SMPL length / scaled source length
-    source_m: np.ndarray       # per measurement, the scaled source length in metres
+    residual_mm: np.ndarray    # per measurement, |fitted - source| in mm
+    length_ratio: np.ndarray   # per measurement, fitted SMPL length / source length
+    source_m: np.ndarray       # per measurement, the source's length in metres
+
+    @property
+    def at_bound(self):
+        """Indices of the betas at +-BETA_BOUND (within AT_BOUND_SD: the prior keeps a beta that
+        wants to go further a hair inside)."""
+        return tuple(int(k) for k in np.flatnonzero(np.abs(self.betas) >= BETA_BOUND - AT_BOUND_SD))
+
+    @property
+    def length_residual(self):
+        """RMS over the measurements of |fitted - source| / source (a fraction)."""
+        return float(np.sqrt(np.mean((1e-3 * self.residual_mm / self.source_m) ** 2)))
 
     def report(self):
-        return {"betas": np.round(self.betas, 3).tolist(), "scale": round(self.scale, 4),
+        return {"betas": np.round(self.betas, 3).tolist(),
+                "length_residual_pct": round(100 * self.length_residual, 2),
                 "measurements": {n: {"source_m": round(float(m), 4), "length_ratio": round(float(q), 3),
                                      "residual_mm": round(float(r), 1)}
                                  for n, m, q, r in zip(self.names, self.source_m, self.length_ratio,
                                                       self.residual_mm)}}
 
 
-def fit_shape(body, ref_smpl, beta_prior=3e-5, scale_prior=3e-3):
-    """Fit betas and a uniform scale to the source's limb lengths and body widths.
+def _bounded_lstsq(a_mat, b_vec, bound):
+    """argmin |A x - b| with |x| <= bound: least squares on the free variables, the ones that
+    overshoot held at their bound, until none does (an active-set loop; at most n solves)."""
+    n = a_mat.shape[1]
+    x = np.zeros(n)
+    held = np.zeros(n, bool)
+    for _ in range(n + 1):
+        free = ~held
+        x[free] = np.linalg.lstsq(a_mat[:, free], b_vec - a_mat[:, held] @ x[held], rcond=None)[0]
+        over = free & (np.abs(x) > bound)
+        if not over.any():
+            break
+        worst = np.flatnonzero(over)[np.argmax(np.abs(x[over]))]
+        x[worst] = np.sign(x[worst]) * bound
+        held[worst] = True
+    return x
 
-    ref_smpl: (24, 3) source reference positions at SMPL joints (metres, SMPL frame; NaN
-    where unmapped). Each measurement is linear in the joints, hence in the betas; the
-    source's is turned onto the SMPL template's direction first, so the fit sees lengths,
-    not the pose the file was drawn in. Small priors keep betas near 0 and scale near 1.
+
+def fit_shape(body, joints, beta_prior=3e-5):
+    """Fit betas to the source's limb lengths and body widths, at their absolute size.
+
+    joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
+    unmapped). Each measurement is linear in the joints, hence in the betas; the source's
+    length (the median over the poses given: widths and the torso move a little with the
+    pose) is laid along the SMPL template's direction, so the fit sees lengths, not the pose
+    the file was drawn in. A small prior keeps betas near 0 (units: m^2 per beta^2); betas
+    stay within +-BETA_BOUND.
     """
+    joints = np.asarray(joints, dtype=np.float64).reshape(-1, NUM_JOINTS, 3)
     j0 = body.rest_joints(np.zeros(NUM_BETAS))
     jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], axis=-1)
     rows_a, rows_b, names, targets = [], [], [], []
     for name, coef in MEASUREMENTS.items():
         idx = [JOINT_INDEX[j] for j in coef]
         w = np.array(list(coef.values()), float)
-        v = w @ ref_smpl[idx]
-        if not np.all(np.isfinite(v)) or np.linalg.norm(v) < 1e-3:
+        length = np.median(np.linalg.norm(np.einsum("k,tkc->tc", w, joints[:, idx]), axis=-1))
+        if not np.isfinite(length) or length < 1e-3:
             continue
         template = w @ j0[idx]
-        target = shortest_arc(v, template) @ v
-        rows_a.append(np.concatenate([np.einsum("k,kcb->cb", w, jd[idx]), -target[:, None]], axis=1))
-        rows_b.append(-template)
+        target = length * unit(template)
+        rows_a.append(np.einsum("k,kcb->cb", w, jd[idx]))
+        rows_b.append(target - template)
         names.append(name)
         targets.append(target)
     if len(names) < 6:
         raise SmplIkError("too few limbs mapped to fit a body shape")
-    eye = np.eye(NUM_BETAS + 1)
-    a_mat = np.concatenate(rows_a + [np.sqrt(beta_prior) * eye[:NUM_BETAS], np.sqrt(scale_prior) * eye[NUM_BETAS:]])
-    b_vec = np.concatenate(rows_b + [np.zeros(NUM_BETAS), [np.sqrt(scale_prior)]])
-    x = np.linalg.lstsq(a_mat, b_vec, rcond=None)[0]
-    betas, scale = x[:NUM_BETAS], float(x[NUM_BETAS])
+    a_mat = np.concatenate(rows_a + [np.sqrt(beta_prior) * np.eye(NUM_BETAS)])
+    b_vec = np.concatenate(rows_b + [np.zeros(NUM_BETAS)])
+    betas = _bounded_lstsq(a_mat, b_vec, BETA_BOUND)
     joints = body.rest_joints(betas)
     fitted = np.array([np.array(list(MEASUREMENTS[n].values()), float) @ joints[[JOINT_INDEX[j] for j in MEASUREMENTS[n]]]
                        for n in names])
-    targets = scale * np.array(targets)
+    targets = np.array(targets)
     src_len = np.linalg.norm(targets, axis=1)
-    return ShapeFit(betas=betas, scale=scale, names=tuple(names),
+    return ShapeFit(betas=betas, names=tuple(names),
                     residual_mm=1e3 * np.linalg.norm(fitted - targets, axis=1),
                     length_ratio=np.linalg.norm(fitted, axis=1) / src_len, source_m=src_len)
 
 
-def invert_shape(skeleton, body, mapping=None):
-    """Shape inversion for a skeleton (its OFFSET pose): returns (ShapeFit, SourceRig)."""
+def invert_shape(skeleton, body, mapping=None, length_unit=None):
+    """Shape inversion for a skeleton whose OFFSET pose is its rest: (ShapeFit, SourceRig).
+    For a motion file, whose zero pose may not be a rest pose, `retarget` finds the reference
+    in the motion itself."""
     mapping = mapping or build_mapping(skeleton.names)
-    rig = source_rig(skeleton, mapping)
+    rig = source_rig(skeleton, mapping, body, length_unit=length_unit)
     return fit_shape(body, smpl_positions(rig.ref_positions, mapping, {})), rig
+
+
+# --- how plausible the body is ---------------------------------------------------------------
+
+def torso_lean_deg(joints):
+    """Mean angle (degrees) over frames between the torso (mid-hips to mid-shoulders) and
+    SMPL's up axis (+Y); joints (T, 24, 3) in SMPL's frame. NaN when unmapped."""
+    _, up, _ = _torso(joints)
+    return float(np.nanmean(_angle_deg(up, np.array([0.0, 1.0, 0.0]))))
+
+
+@dataclass(frozen=True)
+class BodyCheck:
+    """Whether a fitted body is plausible: its rest height, largest |beta|, RMS bone-length
+    residual and torso lean against the source's, and a warning for each figure out of range."""
+
+    height_m: float
+    max_abs_beta: float
+    length_residual_pct: float
+    lean_source_deg: float
+    lean_body_deg: float
+    warnings: tuple
+
+    def report(self):
+        """A JSON-ready dict (None for a lean that cannot be measured)."""
+        def num(x, digits):
+            return round(float(x), digits) if math.isfinite(x) else None
+        return {"height_m": num(self.height_m, 3), "max_abs_beta": num(self.max_abs_beta, 2),
+                "length_residual_pct": num(self.length_residual_pct, 2),
+                "torso_lean_deg": {"source": num(self.lean_source_deg, 1), "body": num(self.lean_body_deg, 1)},
+                "warnings": list(self.warnings)}
+
+
+def check_body(body, shape, rig, lean_source, lean_body):
+    """The BodyCheck of a ShapeFit on `body` for SourceRig `rig` (leans in degrees)."""
+    height = measure(body, shape.betas).height
+    warnings = []
+    low, high = ADULT_HEIGHT_M
+    if not rig.unit_given and not low <= height <= high:
+        warnings.append(f"body {height:.2f} m tall, outside {low}-{high} m for an adult: is the file's "
+                        f"unit ({rig.unit_name}) right? Give it with --unit")
+    if shape.at_bound:
+        warnings.append(f"betas {', '.join(map(str, shape.at_bound))} at their bound +-{BETA_BOUND:g}: "
+                        "the source's proportions are outside this body's shape space")
+    if shape.length_residual > LENGTH_RESIDUAL_LIMIT:
+        worst = int(np.argmax(np.abs(shape.length_ratio - 1)))
+        warnings.append(f"bone lengths miss the source's by {100 * shape.length_residual:.1f}% (RMS; worst "
+                        f"{shape.names[worst]} {100 * (shape.length_ratio[worst] - 1):+.0f}%)")
+    if abs(lean_body - lean_source) > LEAN_LIMIT_DEG:
+        warnings.append(f"torso leans {lean_body:.1f} deg where the source leans {lean_source:.1f} deg")
+    return BodyCheck(height_m=height, max_abs_beta=float(np.abs(shape.betas).max()),
+                     length_residual_pct=100 * shape.length_residual, lean_source_deg=lean_source,
+                     lean_body_deg=lean_body, warnings=tuple(warnings))
 
 
 # --- retargeting ---------------------------------------------------------------------------------
@@ -225,11 +459,17 @@ class Retarget:
     shape: ShapeFit
     rig: SourceRig
     limb_error_deg: dict      # limb "a->b": mean direction error (degrees)
+    check: BodyCheck
 
     @property
     def mean_limb_error_deg(self):
         values = [v for v in self.limb_error_deg.values() if np.isfinite(v)]
         return float(np.mean(values)) if values else float("nan")
+
+    @property
+    def notes(self):
+        """What the reader should know: the mapping's notes, the reference pose."""
+        return tuple(self.rig.mapping.notes) + ((self.rig.reference_note,) if self.rig.reference_note else ())
 
 
 def _leaf_alignment(skeleton, src_joint, rig, name):
@@ -242,21 +482,26 @@ def _leaf_alignment(skeleton, src_joint, rig, name):
     return None
 
 
-def retarget(motion, body, mapping=None, betas=None, polish=True):
-    """Retarget a BVH Motion onto `body`; betas default to the shape inversion's."""
+def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=None):
+    """Retarget a BVH Motion onto `body`; betas default to the shape inversion's.
+    length_unit: the file's unit (a `parse_unit` name or number), or None to infer it."""
     sk = motion.skeleton
     mapping = mapping or build_mapping(sk.names, motion.path)
-    shape, rig = invert_shape(sk, body, mapping)
+    fk = motion.forward()
+    rig = source_rig(sk, mapping, body, fk.positions, length_unit)
+    c = rig.to_smpl
+    pos = rig.unit * fk.positions @ c.T                    # (T, Js, 3)
+    # the body from every frame's joints: the same for any rest orientation or reference
+    shape = fit_shape(body, smpl_positions(pos, mapping, {}))
     if betas is None:
         betas = shape.betas
     rest = body.rest_joints(betas)
     mapped = np.array(mapping.mapped)
     placements = _chain_fractions(rest, mapped)
 
-    fk = motion.forward()
-    c = rig.to_smpl
     glob = c @ fk.rotations @ c.T                          # (T, Js, 3, 3)
-    pos = rig.unit * fk.positions @ c.T                    # (T, Js, 3)
+    if rig.reference >= 0:  # rotations relative to the reference frame, not to the zero pose
+        glob = glob @ np.swapaxes(glob[rig.reference], -1, -2)
     e = smpl_positions(pos, mapping, placements)           # (T, 24, 3)
     e_ref = smpl_positions(rig.ref_positions, mapping, placements)
     has = ~np.isnan(e_ref[:, 0])
@@ -296,15 +541,16 @@ def retarget(motion, body, mapping=None, betas=None, polish=True):
         world[:, j] = q @ align[j].T
 
     local = world_to_local(world)
-    # root: the SMPL hips' midpoint follows the source's, scaled to the new body
+    # root: the SMPL hips' midpoint follows the source's
     lh, rh = JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"]
     mid_rest = 0.5 * (rest[lh] + rest[rh]) - rest[0]
-    trans = shape.scale * 0.5 * (e[:, lh] + e[:, rh]) - rest[0] - np.einsum("tab,b->ta", world[:, 0], mid_rest)
+    trans = 0.5 * (e[:, lh] + e[:, rh]) - rest[0] - np.einsum("tab,b->ta", world[:, 0], mid_rest)
 
     posed = forward_kinematics(local, rest, PARENTS, trans).positions
-    errors = limb_direction_errors(posed, e)
+    check = check_body(body, shape, rig, torso_lean_deg(e), torso_lean_deg(posed))
     return Retarget(poses=matrix_to_axis_angle(local), trans=trans, betas=np.asarray(betas, float),
-                    fps=motion.fps, shape=shape, rig=rig, limb_error_deg=errors)
+                    fps=motion.fps, shape=shape, rig=rig, limb_error_deg=limb_direction_errors(posed, e),
+                    check=check)
 
 
 def limb_direction_errors(smpl_joints, source_joints):

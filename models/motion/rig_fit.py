@@ -26,7 +26,9 @@ class RigFit:
     """A rig mapped and fitted. `proxy_rest` (24, 3): T-pose rest joints with the rig's
     segment lengths; `rig_pose` (24, 3, 3): local rotations taking the proxy onto the rig's
     rest joints `rig_joints` (24, 3); `to_smpl` (3, 3) and `unit` (metres per rig unit) take
-    a rig-frame offset d to SMPL's frame as unit * to_smpl @ d."""
+    a rig-frame offset d to SMPL's frame as unit * to_smpl @ d. `mesh_scale`: the uniform scale
+    taking the fitted body's limbs to the rig's (1 where the shape space reaches the rig's size;
+    a child-sized or giant character needs more)."""
 
     mapping: JointMapping
     names: tuple
@@ -37,6 +39,7 @@ class RigFit:
     rig_joints: np.ndarray
     proxy_rest: np.ndarray
     rig_pose: np.ndarray
+    mesh_scale: float = 1.0
     between: tuple = ()   # (bone name, SMPL joint): see `bones_between`
 
     @property
@@ -98,14 +101,16 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
     offsets = np.array([heads[j] - (heads[p] if p >= 0 else 0.0) for j, p in enumerate(parents)])
     skeleton = Skeleton(names=names, parents=parents, offsets=offsets,
                         channels=((),) * len(names), end_site=(False,) * len(names))
-    rig = source_rig(skeleton, mapping)
+    rig = source_rig(skeleton, mapping, body)
     shape = fit_shape(body, smpl_positions(rig.ref_positions, mapping, {}))
+    fitted = shape.length_ratio * shape.source_m
+    mesh_scale = float(fitted @ shape.source_m / (fitted @ fitted))
     body_rest = body.rest_joints(shape.betas)
     placements = _chain_fractions(body_rest, np.array(mapping.mapped))
     rig_joints = smpl_positions(rig.ref_positions, mapping, placements)
     for j in range(1, NUM_JOINTS):  # joints the rig lacks below its last mapped one: SMPL's offsets
         if np.isnan(rig_joints[j]).any():
-            rig_joints[j] = rig_joints[PARENTS[j]] + (body_rest[j] - body_rest[PARENTS[j]]) / shape.scale
+            rig_joints[j] = rig_joints[PARENTS[j]] + (body_rest[j] - body_rest[PARENTS[j]]) * mesh_scale
     t_pose = np.zeros((NUM_JOINTS, 3))  # SMPL's T-pose directions, the rig's segment lengths
     t_pose[0] = rig_joints[0]
     for j in range(1, NUM_JOINTS):
@@ -125,5 +130,5 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
     between = tuple((names[b], JOINT_NAMES[j]) for b, j in bones_between(parents, mapping.source))
     return RigFit(mapping=mapping, names=names, shape=shape, to_smpl=rig.to_smpl, unit=rig.unit,
                   unit_name=rig.unit_name, rig_joints=rig_joints, proxy_rest=proxy,
-                  rig_pose=rig_pose, between=between)
+                  rig_pose=rig_pose, mesh_scale=mesh_scale, between=between)
 

@@ -1,12 +1,18 @@
 """Shape inversion and retargeting: make SMPL motion, disguise it as another rig, recover it."""
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from models.body.measure import measure
+from models.core.errors import SmplIkError
 from models.motion.bvh import Skeleton, read_bvh, write_bvh
 from models.core.kinematics import forward_kinematics
-from models.motion.retarget import invert_shape, retarget, smpl_bvh_skeleton, write_smpl_bvh
+from models.motion.mapping import build_mapping
+from models.motion.retarget import (AT_BOUND_SD, BETA_BOUND, LENGTH_UNITS, REST_POSE_LIMIT_DEG, _fk_offsets, check_body,
+                                    invert_shape, rest_pose_departure, retarget, smpl_bvh_skeleton,
+                                    smpl_positions, write_smpl_bvh)
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
 from models.core.skeleton import JOINT_NAMES, PARENTS
 
@@ -82,16 +88,138 @@ def test_recovers_smpl_motion_from_a_disguised_rig(open_body, tmp_path, rng):
         assert r.mean_limb_error_deg < 2.0
 
 
-def test_shape_inversion_recovers_lengths_and_units(open_body, tmp_path):
-    rest = open_body.rest_joints(BETAS)
-    sk, _ = smpl_bvh_skeleton(rest)  # centimetres
+@pytest.mark.parametrize("unit", ["m", "cm", "inch", "cmu"])
+@pytest.mark.parametrize("beta0", [-2.5, 0.0, 2.5])   # about 1.47, 1.71 and 1.95 m tall
+def test_shape_inversion_finds_the_unit_and_the_absolute_size(open_body, unit, beta0):
+    betas = BETAS.copy()
+    betas[0] = beta0
+    truth = open_body.rest_joints(betas)
+    sk, _ = smpl_bvh_skeleton(truth)  # centimetres
+    sk = dataclasses.replace(sk, offsets=sk.offsets * 0.01 / LENGTH_UNITS[unit])
     fit, rig = invert_shape(sk, open_body)
-    assert rig.unit_name == "cm"
-    assert abs(fit.scale - 1.0) < 0.03
+    assert rig.unit_name == unit
     assert np.all(np.abs(fit.length_ratio - 1.0) < 0.02), dict(zip(fit.names, fit.length_ratio))
-    truth = open_body.rest_joints(BETAS)
-    got = open_body.rest_joints(fit.betas)
-    assert np.linalg.norm(got - got[0] - fit.scale * (truth - truth[0]), axis=1).max() < 0.02
+    got = open_body.rest_joints(fit.betas)   # no scale: the body itself has the source's size
+    assert np.linalg.norm((got - got[0]) - (truth - truth[0]), axis=1).max() < 0.02
+    assert measure(open_body, fit.betas).height == pytest.approx(measure(open_body, betas).height, abs=0.02)
+
+
+def test_a_given_unit_overrides_the_inferred_one(open_body):
+    sk, _ = smpl_bvh_skeleton(open_body.rest_joints(BETAS))  # centimetres
+    _, rig = invert_shape(sk, open_body, length_unit="inch")
+    assert rig.unit == pytest.approx(0.0254) and rig.unit_given
+    _, rig = invert_shape(sk, open_body, length_unit="0.005")
+    assert rig.unit == pytest.approx(0.005)
+    with pytest.raises(SmplIkError, match="unit 'furlong'.*cmu"):
+        invert_shape(sk, open_body, length_unit="furlong")
+
+
+def with_rest_orientations(skeleton, local_rot, rng):
+    """The same motion on a rig whose every bone carries a random rest orientation B_j (an
+    FBX-style export): offsets B_parent^T o, rotations B_parent^T R B_j, so every joint keeps
+    its world position while the zero-rotation pose becomes a heap of bones."""
+    b = axis_angle_to_matrix(rng.normal(scale=1.5, size=(len(skeleton.names), 3)))
+    b[list(skeleton.end_site)] = np.eye(3)
+    offsets, local = skeleton.offsets.copy(), local_rot.copy()
+    for j, p in enumerate(skeleton.parents):
+        parent = b[p] if p >= 0 else np.eye(3)
+        if p >= 0:
+            offsets[j] = parent.T @ offsets[j]
+        local[:, j] = parent.T @ local_rot[:, j] @ b[j]
+    return dataclasses.replace(skeleton, offsets=offsets), local
+
+
+def two_rigs(tmp_path, body, rng, opens_in_rest_pose, frames=30):
+    """One SMPL motion written on an identity-rest rig and on two rest-oriented rigs."""
+    rest = body.rest_joints(BETAS)
+    sk, where = smpl_bvh_skeleton(rest)
+    rot, trans = smpl_motion(rng, frames)
+    if opens_in_rest_pose:   # like CMU's clips: frame 0 is the rig's rest pose
+        rot[0], trans[0] = np.eye(3), 0.0
+    local = np.broadcast_to(np.eye(3), (frames, len(sk.names), 3, 3)).copy()
+    local[:, where] = rot
+    root = 100 * (rest[0] + trans)
+    paths = [tmp_path / f"{name}.bvh" for name in ("identity", "oriented_a", "oriented_b")]
+    write_bvh(paths[0], sk, local, root, 1 / 30)
+    for path in paths[1:]:
+        write_bvh(path, *with_rest_orientations(sk, local, rng), root, 1 / 30)
+    return [retarget(read_bvh(p), body) for p in paths]
+
+
+def joints_of(r, body):
+    return forward_kinematics(axis_angle_to_matrix(r.poses), body.rest_joints(r.betas), PARENTS, r.trans).positions
+
+
+@pytest.mark.parametrize("opens_in_rest_pose", [True, False])
+def test_bones_with_rest_orientations_retarget_as_the_same_rig_without(open_body, tmp_path, rng,
+                                                                        opens_in_rest_pose):
+    plain, oriented, other = two_rigs(tmp_path, open_body, rng, opens_in_rest_pose)
+    assert plain.rig.reference == -1   # a T-pose zero pose is trusted ...
+    assert oriented.rig.reference >= 0 and other.rig.reference >= 0   # ... a heap of bones is not
+    assert "rest orientations" in " ".join(oriented.notes)
+    for r in (oriented, other):
+        assert r.rig.unit_name == "cm" and np.allclose(r.rig.to_smpl, np.eye(3))
+        # the same body and the same joints in every frame (positions never see the orientations)
+        body_joints = open_body.rest_joints(r.betas) - open_body.rest_joints(plain.betas)
+        assert np.abs(body_joints).max() < 1e-3
+        assert np.linalg.norm(joints_of(r, open_body) - joints_of(plain, open_body), axis=-1).max() < 1e-3
+    # two rigs with different rest orientations: the same reference, hence the same rotations
+    assert oriented.rig.reference == other.rig.reference
+    assert np.degrees(geodesic_angle(axis_angle_to_matrix(oriented.poses),
+                                     axis_angle_to_matrix(other.poses))).max() < 0.5
+    if opens_in_rest_pose:   # a clip that opens in its rest pose: the very rotations of the plain rig
+        assert oriented.rig.reference == 0
+        assert np.degrees(geodesic_angle(axis_angle_to_matrix(oriented.poses),
+                                         axis_angle_to_matrix(plain.poses))).max() < 0.5
+
+
+def test_the_zero_pose_of_a_rest_oriented_rig_is_refused_as_a_rest_pose(open_body, rng):
+    sk, where = smpl_bvh_skeleton(open_body.rest_joints(BETAS))
+    t_pose = smpl_positions(_fk_offsets(sk.parents, sk.offsets)[where], identity_mapping(), {})
+    oriented, _ = with_rest_orientations(sk, np.eye(3)[None, None].repeat(len(sk.names), 1), rng)
+    heap = smpl_positions(_fk_offsets(oriented.parents, oriented.offsets)[where], identity_mapping(), {})
+    assert rest_pose_departure(t_pose) < 30.0 < REST_POSE_LIMIT_DEG < rest_pose_departure(heap)
+
+
+def identity_mapping():
+    return build_mapping(JOINT_NAMES)
+
+
+def test_the_report_flags_a_body_outside_the_shape_space(open_body, tmp_path, rng):
+    """Arms 1.6 times as long as the legs allow: the betas hit their bound and the report says so."""
+    rest = open_body.rest_joints(BETAS)
+    sk, where = smpl_bvh_skeleton(rest)
+    arms = [sk.names.index(f"{s}_{n}") for s in ("left", "right") for n in ("elbow", "wrist")]
+    offsets = sk.offsets.copy()
+    offsets[arms] *= 1.6
+    rot, trans = smpl_motion(rng, 10)
+    local = np.broadcast_to(np.eye(3), (10, len(sk.names), 3, 3)).copy()
+    local[:, where] = rot
+    write_bvh(tmp_path / "long_arms.bvh", dataclasses.replace(sk, offsets=offsets), local,
+              100 * (rest[0] + trans), 1 / 30)
+    r = retarget(read_bvh(tmp_path / "long_arms.bvh"), open_body)
+    assert r.shape.at_bound and r.check.max_abs_beta == pytest.approx(BETA_BOUND, abs=AT_BOUND_SD)
+    assert any("at their bound" in w for w in r.check.warnings), r.check.warnings
+    assert any("bone lengths miss" in w for w in r.check.warnings), r.check.warnings
+    # a plausible body says nothing
+    sk_ok, _ = smpl_bvh_skeleton(rest)
+    write_bvh(tmp_path / "plain.bvh", sk_ok, local, 100 * (rest[0] + trans), 1 / 30)
+    plain = retarget(read_bvh(tmp_path / "plain.bvh"), open_body)
+    assert plain.check.warnings == () and plain.check.length_residual_pct < 2.0
+    assert abs(plain.check.lean_body_deg - plain.check.lean_source_deg) < 3.0
+
+
+def test_the_report_flags_a_height_no_adult_has_unless_the_unit_was_given(open_body, tmp_path):
+    """A 2.6 m skeleton in metres: too tall for an adult; with --unit m the height is the user's."""
+    rest = open_body.rest_joints(BETAS)
+    sk, _ = smpl_bvh_skeleton(rest)
+    giant = dataclasses.replace(sk, offsets=sk.offsets * 0.01 * 2.6 / measure(open_body, BETAS).height)
+    fit, rig = invert_shape(giant, open_body)
+    check = check_body(open_body, fit, rig, 0.0, 0.0)
+    assert rig.unit_name == "m" and any("outside 1.4-2.1 m" in w for w in check.warnings), check.warnings
+    fit, rig = invert_shape(giant, open_body, length_unit="m")
+    check = check_body(open_body, fit, rig, 0.0, 0.0)
+    assert not any("outside 1.4-2.1 m" in w for w in check.warnings) and any("bound" in w for w in check.warnings)
 
 
 def test_smpl_bvh_round_trip(open_body, tmp_path, rng):

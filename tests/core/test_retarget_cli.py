@@ -1,4 +1,5 @@
 """scripts/retarget.py and scripts/build_dataset.py as a technical artist runs them."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -6,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from models.body.measure import measure
 from models.body.model import load_body_model
 from models.motion.bvh import read_bvh
 from models.core.kinematics import forward_kinematics
@@ -63,6 +65,38 @@ def test_folder_in_npz_out(clips, tmp_path):
         rot = axis_angle_to_matrix(d["poses"].astype(np.float64).reshape(-1, 24, 3))
         want = forward_kinematics(rot, body.rest_joints(d["betas"]), PARENTS, d["trans"]).positions
         assert np.abs(back.forward().positions[:, idx] / 100 - want).max() < 1e-4
+
+
+def test_an_implausible_body_is_a_warning_in_the_table_the_npz_and_the_report(clips, tmp_path):
+    """walk.bvh given in CMU units (it is in centimetres): a 30 m body, betas at their bound."""
+    good, _ = clips
+    out = tmp_path / "out"
+    r = run("retarget.py", good, "--out", out, "--unit", "cmu", "--report", tmp_path / "report.json")
+    assert r.returncode == 0, r.stdout + r.stderr   # retargeted, with warnings, not failed
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.endswith(("ok",)) or "WARNING" in line}
+    assert "WARNING: betas" in lines["walk.bvh"] and "at their bound" in lines["walk.bvh"]
+    assert "2 with warnings" in r.stdout
+    d = np.load(out / "walk.npz")
+    assert str(d["length_unit"]) == "cmu" and any("at their bound" in str(w) for w in d["warnings"])
+    assert float(d["max_abs_beta"]) > 4.8
+    report = json.loads((tmp_path / "report.json").read_text())
+    walk = next(f for f in report["files"] if f["source"].endswith("walk.bvh"))
+    assert walk["ok"] and walk["unit"] == "cmu" and any("at their bound" in w for w in walk["warnings"])
+    # inferred units: plausible bodies, "ok", heights from the report
+    r = run("retarget.py", good, "--out", tmp_path / "out2", "--report", tmp_path / "report2.json")
+    assert r.returncode == 0 and "WARNING" not in r.stdout
+    files = json.loads((tmp_path / "report2.json").read_text())["files"]
+    body = load_body_model()
+    for f in files:
+        assert f["unit"] == "cm" and f["warnings"] == []
+        betas = np.load(f["output"])["betas"]
+        assert f["body"]["height_m"] == pytest.approx(measure(body, betas).height, abs=1e-3)
+        assert 1.4 < f["body"]["height_m"] < 2.1
+
+
+def test_an_unknown_unit_is_refused():
+    r = run("retarget.py", "x.bvh", "--out", "o", "--unit", "cubit")
+    assert r.returncode == 2 and "unit 'cubit'" in r.stderr and "cmu" in r.stderr
 
 
 def test_bad_files_fail_alone_and_leave_nothing(clips, tmp_path):
@@ -130,5 +164,6 @@ def test_build_dataset(clips, tmp_path):
 def test_help_is_true():
     r = run("retarget.py", "--help")
     assert r.returncode == 0
-    for flag in ("--out", "--body", "--mapping", "--bvh-out", "--overwrite", "--jobs", "--executor", "--scheduler"):
+    for flag in ("--out", "--body", "--mapping", "--bvh-out", "--overwrite", "--jobs", "--executor", "--scheduler",
+                 "--unit", "--report"):
         assert flag in r.stdout

@@ -60,3 +60,31 @@ def test_a_bone_mapped_twice_and_missing_joints_are_refused(open_body, rng):
         fit_rig(names, parents, heads, open_body)
     with pytest.raises(SmplIkError, match="must be finite"):
         fit_rig(names, parents, heads * np.nan, open_body)
+
+
+def test_a_rig_resting_in_neither_t_nor_a_pose_fits_the_same_body(open_body, rng):
+    """Arms reaching forward, elbows and knees bent at rest: the same proxy body as the T-pose
+    rig (lengths do not depend on the rest pose), landing on the rig's own joints."""
+    names, parents, _, _ = a_posed_rig(open_body, rng)
+    betas = rng.normal(size=10)
+    rest = open_body.rest_joints(betas)
+    bent = np.zeros((24, 3))
+    for joint, aa in (("left_shoulder", (0, 1.3, 0)), ("right_shoulder", (0, -1.3, 0)),
+                      ("left_elbow", (0, 0.9, 0)), ("right_elbow", (0, -0.9, 0)),
+                      ("left_knee", (0.7, 0, 0)), ("right_knee", (0.7, 0, 0)),
+                      ("left_hip", (-0.5, 0, 0)), ("right_hip", (-0.5, 0, 0))):
+        bent[JOINT_INDEX[joint]] = aa
+    keep = [JOINT_NAMES.index(n) for n in names]
+    to_z_up = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    fits = []
+    for pose in (np.zeros((24, 3)), bent):
+        posed = forward_kinematics(axis_angle_to_matrix(pose), rest, PARENTS).positions
+        fits.append(fit_rig(names, parents, posed[keep] @ to_z_up.T, open_body))
+    t_fit, bent_fit = fits
+    assert np.abs(bent_fit.betas - t_fit.betas).max() < 1e-6
+    assert np.allclose(bent_fit.to_smpl, t_fit.to_smpl)
+    landed = forward_kinematics(bent_fit.rig_pose, bent_fit.proxy_rest, PARENTS).positions
+    assert np.abs(landed - bent_fit.rig_joints).max() < 1e-9
+    assert np.abs(bent_fit.proxy_rest - t_fit.proxy_rest).max() < 1e-6   # the same T-pose proxy
+    # the rig fits at its size: no rescaling of the body needed
+    assert bent_fit.mesh_scale == pytest.approx(1.0, abs=0.03)
