@@ -106,11 +106,12 @@ def tolerance_of(obj):
     return value * scale
 
 
-def core_effectors(arm, objs, dragged=(), all_hard=False):
+def core_effectors(arm, objs, dragged=(), give_way=(), all_hard=False):
     """models.ik.effectors.Effector list (SMPL frame, armature space) for effector objects.
     The add-on's kind identifiers are EffectorKind's member names. Soft: the effectors set
     to Soft and those named in `dragged` (being moved now), with their tolerance; all_hard
-    makes every one a pin. SmplIkError for a bad tolerance."""
+    makes every one a pin. Those named in `give_way` give way first when the pins cannot all
+    be held (Effector.give_way_first). SmplIkError for a bad tolerance."""
     to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
     axes = bridge.bone_axes(arm)
     out = []
@@ -121,7 +122,7 @@ def core_effectors(arm, objs, dragged=(), all_hard=False):
         soft = not all_hard and (props.priority == "SOFT" or obj.name in dragged)
         out.append(Effector(props.joint, EffectorKind[props.kind], tuple(map(tuple, target)) if target.ndim == 2
                             else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight,
-                            soft=soft, tolerance=tolerance_of(obj)))
+                            soft=soft, tolerance=tolerance_of(obj), give_way_first=obj.name in give_way))
     return out
 
 

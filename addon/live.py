@@ -6,7 +6,7 @@ depsgraph handler) both write it; it imports nothing of the add-on, so imports g
 solved = {}      # body session_uid -> signature of the effectors it was solved or pinned with
 suspended = []   # non-empty while a bake drives frames itself
 reprime = []     # non-empty after undo, redo or loading a file
-unmet = {}       # body session_uid -> names of soft effectors its last live solve left out of reach
+unmet = {}       # body session_uid -> names of effectors its last solve left out of reach (soft or given way)
 last = {}        # body session_uid -> the IkSolution its last solve wrote (checked against the pose on screen)
 alternatives = {}  # body session_uid -> the alternative poses Next / Previous step through (solving.Alternatives)
 

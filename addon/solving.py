@@ -5,7 +5,10 @@ Live solving is a depsgraph handler. It solves a body only when one of its enabl
 effectors' transforms changed since that body was last solved or pinned (a signature of the
 effectors is remembered per body), so writing the pose never feeds back into another solve.
 The effectors that moved are the ones being dragged: they are solved as soft (as close as
-the pins allow), every other one as it is set.
+the pins allow), every other one as it is set. When the pins cannot all be held, the pin
+that gives way (solved as soft, so the others hold) is one moved since the body's last solve,
+or one a solve left out of reach; failing those, the core's choice (the furthest from its
+target).
 
 Every solve says what it did not meet: the body's status names the effector and the
 distance left (empty once all are met), and a refused input (a bad tolerance or floor
@@ -55,7 +58,7 @@ def refine_options(arm):
     (world Z) goes into the body's frame; SmplIkError for a height that is not a finite
     number of metres, or a body not standing upright."""
     if PREVIOUS_SOLVER:
-        return RefineOptions(joint_limits=False, plant_feet=False)
+        return RefineOptions(joint_limits=False, plant_feet=False, give_way=False)
     props = arm.smpl_ik
     floor = contacts = None
     if props.use_floor:
@@ -120,16 +123,17 @@ def kept_pose(arm, on_screen, rest):
     return on_screen
 
 
-def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None, mode=None):
+def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None):
     """Solve the body from effector objects without writing anything; returns the IkSolution.
     dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
     with Keep Pose While Dragging and the generative weights, from its latent decoded under the
-    moved effectors, else refined from the pose itself). current_pose: (local_rot, trans) of
+    moved effectors, else refined from the pose itself). give_way: names of the pins that give
+    way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot, trans) of
     the pose on screen, whose feet Plant Feet keeps (default: read from the bones). refine:
     Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
     "natural" (models.ik.smplik.SmplIk.solve). SmplIkError for bad values."""
     refine = arm.smpl_ik.refine if refine is None else refine
-    effectors = core_effectors(arm, objs, dragged, all_hard=PREVIOUS_SOLVER)
+    effectors = core_effectors(arm, objs, dragged, give_way, all_hard=PREVIOUS_SOLVER)
     options = refine_options(arm)
     rest = rest_joints(arm)
     net = load_smplik()
@@ -155,10 +159,27 @@ def solve_effectors(arm, objs, dragged=(), current_pose=None, refine=None, mode=
     return solution
 
 
-def _write_solution(arm, solution, signature):
+def giving_way(arm, signature):
+    """Names of the body's effectors that give way first when its pins cannot all be held:
+    those moved since it was last solved or pinned (the effectors now in `signature`) and
+    those its last solve left out of reach."""
+    key = arm.session_uid
+    return set(live.moved(live.solved.get(key), signature)) | live.unmet.get(key, set())
+
+
+def _remember_misses(arm, objs, solution):
+    """Remember which effector objects the pose on screen leaves out of reach, soft or given
+    way (they give way first in the next solve, and stay soft in the next drag)."""
+    missed = {(m.joint, m.kind.name) for m in solution.misses if m.soft or m.gave_way}
+    live.unmet[arm.session_uid] = {o.name for o in objs
+                                   if (o.smpl_ik_effector.joint, o.smpl_ik_effector.kind) in missed}
+
+
+def _write_solution(arm, objs, solution, signature):
     bridge.write_pose(arm, solution.local_rot, solution.trans, bridge.bone_axes(arm))
     live.solved[arm.session_uid] = signature
     live.last[arm.session_uid] = solution
+    _remember_misses(arm, objs, solution)
     _set_status(arm, reach_message(solution.misses))
     restart_alternatives(arm)
 
@@ -173,20 +194,22 @@ def solve_body(arm, objs=None, signature=None, dragged=(), mode=None):
     """Solve a body from its enabled effectors and write its pose; returns the IkSolution.
     `objs` and their `signature`, when the caller already has them, save gathering them again;
     dragged: names of the effectors being moved (solved soft); mode: as `solve_effectors`
-    ("natural" needs the generative weights). The status names what the pose misses (empty
-    when all are met). Raises SmplIkError (no effectors, bad values, no generative weights for
-    the natural pose) with the pose unchanged and the reason in the status."""
+    ("natural" needs the generative weights). When the pins cannot all be held, the ones
+    `giving_way` names give way first. The status names what the pose misses (empty when all
+    are met). Raises SmplIkError (no effectors, bad values, no generative weights for the
+    natural pose) with the pose unchanged and the reason in the status."""
     objs = effectors_of(arm) if objs is None else objs
+    signature = live.signature(objs) if signature is None else signature
     try:
         if not objs:
             raise SmplIkError(f"{arm.name}: no enabled effectors to solve from; add some with Add Effector")
         if mode == "natural":
             require_flow(arm, "the natural pose")
-        solution = solve_effectors(arm, objs, dragged, mode=mode)
+        solution = solve_effectors(arm, objs, dragged, giving_way(arm, signature), mode=mode)
     except SmplIkError as exc:
         _set_status(arm, str(exc))
         raise
-    _write_solution(arm, solution, live.signature(objs) if signature is None else signature)
+    _write_solution(arm, objs, solution, signature)
     return solution
 
 
@@ -240,7 +263,7 @@ def alternatives_settings(arm):
 def _new_alternatives(arm, objs, signature, count, variation, channels, rest):
     axes = bridge.bone_axes(arm)
     on_screen = bridge.read_pose(arm, axes)
-    effectors = core_effectors(arm, objs, all_hard=PREVIOUS_SOLVER)
+    effectors = core_effectors(arm, objs, give_way=giving_way(arm, signature), all_hard=PREVIOUS_SOLVER)
     samples = load_smplik().sample(effectors, rest, count=count, seed=ALTERNATIVES_SEED, temperature=variation,
                                    refine=arm.smpl_ik.refine, options=refine_options(arm), current_pose=on_screen)
     last = kept_pose(arm, on_screen, rest)
@@ -285,6 +308,7 @@ def step_alternatives(arm, step):
         live.last.pop(key, None)
     else:
         live.last[key] = solution
+        _remember_misses(arm, objs, solution)
     _set_status(arm, alternatives.status if index == 0 else reach_message(solution.misses))
     props.alternative_index = index
     return index, alternatives
@@ -314,17 +338,14 @@ def _on_depsgraph_update(scene, depsgraph):
     for key, arm in bodies.items():
         objs = effectors_of(arm)
         signature = live.signature(objs)
-        before = live.solved.get(key)
-        if live.unchanged(before, signature):
+        if live.unchanged(live.solved.get(key), signature):
             continue
+        # an effector left out of reach stays soft (as when it was dragged) until it is met
+        # again, so moving another one never makes the pins give way for it
+        dragged = giving_way(arm, signature)
         live.solved[key] = signature  # a refused input is not retried on every redraw
         try:
-            # an effector left out of reach stays soft (as when it was dragged) until it is met
-            # again, so moving another one never makes the pins give way for it
-            dragged = set(live.moved(before, signature)) | live.unmet.get(key, set())
-            solution = solve_body(arm, objs, signature, dragged=dragged)
-            missed = {(m.joint, m.kind.name) for m in solution.misses if m.soft}
-            live.unmet[key] = {o.name for o in objs if (o.smpl_ik_effector.joint, o.smpl_ik_effector.kind) in missed}
+            solve_body(arm, objs, signature, dragged=dragged)
         except SmplIkError:
             pass                      # solve_body put the reason in the body's status
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from mathutils import Vector
 from scene import joint_world, quats, update
+from test_pins import body_directions, off_by, stated_distance
 from test_posing import channelbag_fcurves, drawn
 
 from models.core.skeleton import JOINT_NAMES
@@ -154,6 +155,38 @@ def test_alternatives_differ_meet_the_effectors_and_step_back_exactly(posed):
     assert bpy.ops.smpl_ik.alternative(direction="NEXT") == {"FINISHED"}
     assert arm.smpl_ik.alternative_index == 0
     assert all(np.array_equal(g, w) for g, w in zip(channels(arm), original))
+
+
+@needs_flow
+def test_alternatives_with_a_pin_out_of_reach_differ_where_the_other_pins_allow(posed):
+    """The right hand dragged 20 cm in and 10 cm forward (its elbow bends, free to swing), then
+    the left wrist's effector 30 cm up and 20 cm forward, out of reach. In every alternative
+    the left wrist gives way alone (the other pins hold within 1 mm, the status says so), and
+    the alternatives still differ where the pins leave the body free: any two are more than
+    1 cm apart at some unpinned joint."""
+    arm, effs = posed
+    forward, up, towards_middle = body_directions(arm)
+    for _ in range(5):
+        effs["right_wrist"].location += Vector(-towards_middle * 0.04 + forward * 0.02)
+        update()
+    wrist = effs.pop("left_wrist")
+    wrist.location += Vector(forward * 0.2 + up * 0.3)
+    update()
+    arm.smpl_ik.alternatives_count = 4
+    make_active(arm)
+    poses = []
+    for i in range(1, 5):
+        assert bpy.ops.smpl_ik.alternative(direction="NEXT") == {"FINISHED"}
+        update()
+        for joint, obj in effs.items():
+            assert off_by(arm, obj) < MET, (i, joint, off_by(arm, obj))
+        status = arm.smpl_ik.status
+        assert status.startswith("Out of reach: left_wrist is") and status.endswith("(it gave way to the other pins)")
+        assert stated_distance(status) == pytest.approx(off_by(arm, wrist), abs=6e-4)
+        poses.append(world_joints(arm, FREE))
+    for a in range(4):
+        for b in range(a):
+            assert np.linalg.norm(poses[a] - poses[b], axis=1).max() > 0.01, (a, b)
 
 
 @needs_flow
