@@ -4,10 +4,12 @@ export a body's keyed motion or its pose.
 
 The file's numbers become the pose bones' channels through the bridge's conventions (SMPL
 local rotations, the root's translation); a Z-up (AMASS) file is first turned into SMPL's
-Y-up frame (models.motion.amass). Everything that can fail (reading and checking the file,
-choosing and loading the body) happens before the scene changes, so a refused file leaves
-no body, action or orphan data behind.
+Y-up frame (models.motion.amass), then, as the floor option says, moved up or down onto the
+floor (models.motion.floor measures the body's lowest point). Everything that can fail
+(reading and checking the file, choosing and loading the body) happens before the scene
+changes, so a refused file leaves no body, action or orphan data behind.
 """
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from ..models.body.model import NUM_BETAS, load_body_model, open_body_name, open
 from ..models.core.errors import SmplIkError
 from ..models.core.rotations import axis_angle_to_quat_wxyz, matrix_to_axis_angle, quat_wxyz_to_axis_angle
 from ..models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
-from ..models.motion import amass
+from ..models.motion import amass, floor
 from ..models.motion.resample import continuous_quats, resample_motion, resample_timing
 from . import bridge, live
 from .body_object import SHAPE_KEY_RANGE, body_model_of, create_body
@@ -35,6 +37,17 @@ UP_AXIS_ITEMS = (
     ("Y", "Y (SMPL frame)", "The file is in SMPL's Y-up frame, as scripts/retarget.py writes"),
 )
 EXPORT_UP_ITEMS = UP_AXIS_ITEMS[1:]
+FLOOR_ITEMS = (
+    ("AUTO", "Auto", "Put the body on the floor unless the file says where its floor is (floor_height): then "
+                     "put that floor on the floor, keeping the clip's height above it"),
+    ("ON", "Put on Floor", "Move the clip up or down so that its lowest point is on the floor, whatever the file "
+                           f"says (not when it is within {100 * floor.ON_FLOOR:g} cm of it, or up to "
+                           f"{100 * floor.FAR_ABOVE:g} cm above)"),
+    ("OFF", "As in File", "Keep the file's heights; the report says where the lowest point is"),
+)
+# A body tilted more than this from upright has no level floor in its own frame (solving's
+# floor has the same bound): its heights are kept as in the file.
+FLOOR_TILT = math.radians(0.5)
 ROOT_PATH = f'pose.bones["{JOINT_NAMES[0]}"].location'
 
 
@@ -57,13 +70,16 @@ def _scene_fps(scene):
 @dataclass(frozen=True)
 class ImportOptions:
     """What an import does. target: 'NEW' (a new body at the 3D cursor, its origin being the
-    file's origin) or 'ACTIVE' (the selected body); up_axis: 'AUTO', 'Z' or 'Y'; keep_source_rate:
-    one key per source frame instead of keys at the scene's frame rate; set_frame_range: the
-    scene's range becomes the keys'; frame_start: the first key's frame (None: the scene's start)."""
+    file's origin) or 'ACTIVE' (the selected body); up_axis: 'AUTO', 'Z' or 'Y'; floor: 'AUTO',
+    'ON' or 'OFF' (models.motion.floor.place_on_floor: onto the floor unless the file states
+    its own; always measured and moved; kept as in the file); keep_source_rate: one key per
+    source frame instead of keys at the scene's frame rate; set_frame_range: the scene's range
+    becomes the keys'; frame_start: the first key's frame (None: the scene's start)."""
 
     filepath: str
     target: str = "NEW"
     up_axis: str = "AUTO"
+    floor: str = "AUTO"
     keep_source_rate: bool = False
     set_frame_range: bool = True
     frame_start: int = None
@@ -72,7 +88,9 @@ class ImportOptions:
 @dataclass(frozen=True)
 class Imported:
     """What an import did: the body (armature) and its new action, the keyed frames, the
-    source's frame count and rate, the rate of the keys, the up axis chosen and notes."""
+    source's frame count and rate, the rate of the keys, the up axis chosen, what was done
+    about the floor (floor: a models.motion.floor.FloorPlacement, None when the body's tilt
+    left no level floor to measure against; floor_note: in words) and notes."""
 
     body: object
     action: object
@@ -83,6 +101,8 @@ class Imported:
     key_fps: float
     up: amass.UpAxisChoice
     body_label: str
+    floor: object = None
+    floor_note: str = ""
     notes: tuple = field(default_factory=tuple)
 
     def describe(self):
@@ -90,7 +110,7 @@ class Imported:
         text = (f"Imported {self.action.name}: {self.source_frames} frames at {self.source_fps:g} fps "
                 f"as {keys} keys at {self.key_fps:g} fps (frames {self.frame_start}-{self.frame_end}) on "
                 f"{self.body.name} ({self.body_label}); up axis {self.up.axis}: {self.up.reason}")
-        return text + "".join(f"; {n}" for n in self.notes)
+        return text + "".join(f"; {n}" for n in (self.floor_note, *self.notes) if n)
 
 
 def _file(path_text, what):
@@ -145,6 +165,38 @@ def _pelvis_rest(arm):
     return bridge.from_blender(bridge.bone_heads(arm)[0])
 
 
+def _world_matrix(arm):
+    """(4, 4) the armature's world matrix, current even before the scene is evaluated when
+    nothing parents or constrains the object (its own location, rotation and scale)."""
+    current = arm.parent is None and not len(arm.constraints)
+    return bridge.matrix_array(arm.matrix_basis if current else arm.matrix_world)
+
+
+def body_floor(arm):
+    """(height, tilt) of a body's floor, its Floor Height (world Z, metres): the height along
+    SMPL's up axis in the armature's space, and the angle (radians) between the world's up and
+    the body's (bridge.floor_in_body). SmplIkError for a floor height that is not a number."""
+    height = arm.smpl_ik.floor_height
+    if not math.isfinite(height):
+        raise SmplIkError(f"{arm.name}: its Floor Height is {height:g}, not a number of metres; set it on the "
+                          "Body panel")
+    return bridge.floor_in_body(_world_matrix(arm), height)
+
+
+def _placed_on_floor(arm, body, poses, trans, motion, options, floor_height, tilt):
+    """(trans (T, 3) moved along SMPL's up as the floor option says, FloorPlacement or None,
+    note) for the motion (poses (T, 24, 3), trans, SMPL frame, armature space) on `arm`,
+    whose floor lies at `floor_height` (armature space, SMPL's Y) with the body tilted `tilt`
+    radians from upright (over FLOOR_TILT: no level floor, the heights are kept)."""
+    if tilt > FLOOR_TILT:
+        return trans, None, (f"{arm.name} is tilted {math.degrees(tilt):.1f} degrees from upright, so no level "
+                             "floor lies under it: heights kept as in the file")
+    lowest = floor.lowest_point(body, np.array(arm.smpl_ik.applied_betas[:]), poses, trans, "Y",
+                                rest_joints=bridge.from_blender(bridge.bone_heads(arm)))
+    placed = floor.place_on_floor(lowest, floor_height, options.floor, motion.floor_height)
+    return trans + [0.0, placed.shift, 0.0], placed, placed.note
+
+
 def read_motion(path_text):
     """The checked MotionFile at `path_text` (SmplIkError naming the file when it is missing,
     unreadable or wrong)."""
@@ -159,6 +211,8 @@ def import_motion(context, options, progress=lambda fraction: None):
     the file; returns an Imported. SmplIkError (file missing, unreadable or wrong; no body
     selected for 'ACTIVE') before the scene changes."""
     motion = read_motion(options.filepath)
+    if options.floor not in floor.FLOOR_MODES:
+        raise SmplIkError(f"floor option {options.floor!r} is not one of {', '.join(floor.FLOOR_MODES)}")
     scene = context.scene
     notes = []
     if options.target == "ACTIVE":
@@ -167,10 +221,12 @@ def import_motion(context, options, progress=lambda fraction: None):
         body_path = arm.smpl_ik.body_path
         if motion.gender and motion.gender != body.gender:
             notes.append(f"the file is for a {motion.gender} body, {arm.name} is {body.gender}")
+        floor_height, tilt = body_floor(arm)   # its own floor (Floor Height), in its armature's space
     else:
         arm = None
         body, body_path, more = _body_for_gender(context, motion)
         notes += more
+        floor_height, tilt = 0.0, 0.0   # the file's origin at the cursor: the floor at the cursor's height
     betas = _carried_betas(motion, body_path, body, notes)
     if options.up_axis == "AUTO":
         up = amass.detect_up_axis(motion.poses, motion.up_axis)
@@ -202,6 +258,7 @@ def import_motion(context, options, progress=lambda fraction: None):
                               location=scene.cursor.location.copy(), betas=betas)
             created += [arm.smpl_ik.mesh, arm]
             arm.location = scene.cursor.location   # the file's origin (its floor) at the cursor
+            arm.smpl_ik.floor_height = scene.cursor.location.z   # the body's floor: where it was put
         elif betas is not None and not np.allclose(arm.smpl_ik.applied_betas[:], betas, rtol=0, atol=1e-7):
             if arm.smpl_ik.rig is not None:
                 notes.append(f"{arm.name} takes its shape from its rig: the file's betas were not applied")
@@ -209,6 +266,8 @@ def import_motion(context, options, progress=lambda fraction: None):
                 arm.smpl_ik.betas = betas.tolist()
         progress(0.2)
         poses, trans = _smpl_frame_motion(motion, up, _pelvis_rest(arm))
+        trans, placed, floor_note = _placed_on_floor(arm, body, poses, trans, motion, options, floor_height, tilt)
+        progress(0.25)
         quats, trans = resample_motion(axis_angle_to_quat_wxyz(poses), trans, timing)
         axes = bridge.bone_axes(arm)
         bone_quats = continuous_quats(bridge.smpl_quats_to_bone_quats(quats, axes))
@@ -232,7 +291,7 @@ def import_motion(context, options, progress=lambda fraction: None):
         context.view_layer.objects.active = arm
     return Imported(body=arm, action=action, frame_start=start, frame_end=start + timing.num_frames - 1,
                     source_frames=motion.num_frames, source_fps=source_fps, key_fps=key_fps, up=up,
-                    body_label=body.label, notes=tuple(notes))
+                    body_label=body.label, floor=placed, floor_note=floor_note, notes=tuple(notes))
 
 
 def _remove(created):
@@ -323,9 +382,10 @@ class ExportOptions:
 
 @dataclass(frozen=True)
 class Exported:
-    """What an export wrote: the file, its frames and rate, its up axis, and how the motion
-    was read ('keys': from the F-curves; 'evaluated': frame by frame as Blender shows it,
-    for `reason`; 'pose': the body is not animated, its current pose)."""
+    """What an export wrote: the file, its frames and rate, its up axis, the floor height it
+    states (None: not written), and how the motion was read ('keys': from the F-curves;
+    'evaluated': frame by frame as Blender shows it, for `reason`; 'pose': the body is not
+    animated, its current pose)."""
 
     path: str
     frames: int
@@ -333,6 +393,7 @@ class Exported:
     up_axis: str
     source: str
     reason: str = ""
+    floor_height: object = None
     notes: tuple = ()
 
     def describe(self):
@@ -340,6 +401,8 @@ class Exported:
                 "pose": "its current pose (the body is not animated)"}[self.source]
         text = (f"Exported {self.frames} frame(s) at {self.fps:g} fps to {self.path}, {what}; "
                 f"up axis {self.up_axis}")
+        if self.floor_height is not None:
+            text += f"; floor at {self.up_axis.lower()} = {self.floor_height:.3f} m (the body's Floor Height)"
         return text + "".join(f"; {n}" for n in self.notes)
 
 
@@ -522,11 +585,21 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
     if options.up_axis == "Z":
         poses, trans = amass.z_up_from_smpl_frame(poses, trans, pelvis)
     body_model = _open_body_name(arm.smpl_ik.body_path, body) or Path(arm.smpl_ik.body_path).name
+    # the body's floor in the file's numbers (SMPL's up in armature space is the file's up
+    # either way), so that importing the file puts it back on a floor
+    try:
+        floor_height, tilt = body_floor(arm)
+    except SmplIkError as exc:   # a bad Floor Height does not stop an export: it only goes unsaid
+        floor_height, tilt = None, 0.0
+        notes.append(f"no floor_height written ({exc})")
+    if tilt > FLOOR_TILT:
+        floor_height = None
+        notes.append(f"no floor_height written: {arm.name} is tilted {math.degrees(tilt):.1f} degrees from upright")
     progress(0.95)
     amass.write_motion_npz(path, poses, trans, betas, body.gender, _scene_fps(scene), body_model=body_model,
-                           up_axis=options.up_axis)
+                           up_axis=options.up_axis, floor_height=floor_height)
     return Exported(path=str(path), frames=len(poses), fps=_scene_fps(scene), up_axis=options.up_axis,
-                    source=source, reason=", ".join(reasons[:2]), notes=tuple(notes))
+                    source=source, reason=", ".join(reasons[:2]), floor_height=floor_height, notes=tuple(notes))
 
 
 # --- operators ----------------------------------------------------------------------------------
@@ -557,6 +630,9 @@ class SMPL_IK_OT_import_motion(bpy.types.Operator, ImportHelper):
     target: EnumProperty(name="Onto", items=(("NEW", "New Body", "A new body of the file's gender at the 3D cursor"),
                                              ("ACTIVE", "Active Body", "The selected body")), default="NEW")
     up_axis: EnumProperty(name="Up Axis", items=UP_AXIS_ITEMS, default="AUTO")
+    floor: EnumProperty(name="Floor", items=FLOOR_ITEMS, default="AUTO",
+                        description="Put the clip's feet on the floor (the 3D cursor's height for a new body, the "
+                                    "body's Floor Height for the active one)")
     keep_source_rate: BoolProperty(name="Keep Source Rate", default=False,
                                    description="One key per frame of the file instead of keys at the scene's "
                                                "frame rate (the motion then plays faster or slower)")
@@ -566,7 +642,7 @@ class SMPL_IK_OT_import_motion(bpy.types.Operator, ImportHelper):
                              "(unless set: the scene's start frame)")
 
     def execute(self, context):
-        options = ImportOptions(filepath=self.filepath, target=self.target, up_axis=self.up_axis,
+        options = ImportOptions(filepath=self.filepath, target=self.target, up_axis=self.up_axis, floor=self.floor,
                                 keep_source_rate=self.keep_source_rate, set_frame_range=self.set_frame_range,
                                 frame_start=self.frame_start if self.properties.is_property_set("frame_start") else None)
         try:

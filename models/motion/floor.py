@@ -202,8 +202,9 @@ def place_on_floor(lowest, floor=0.0, mode="AUTO", stated_floor=None):
     glitch = lowest.glitch_frames
     dips = ""
     if len(glitch):
-        frames = f"frame {glitch[0]}" if len(glitch) == 1 else f"{len(glitch)} frames (first {glitch[0]})"
-        dips = f" ({frames} dipping up to {distance_text(lowest.height - lowest.raw_height)} lower: taken for a glitch)"
+        frames = "a frame dips" if len(glitch) == 1 else f"{len(glitch)} frames dip"
+        dips = (f" ({frames} up to {distance_text(lowest.height - lowest.raw_height)} lower, too briefly to be "
+                "the floor: taken for a glitch)")
     if mode == "OFF":
         return FloorPlacement(0.0, before, before, f"heights kept as in the file (floor option off): lowest point "
                                                    f"{_relative(before)}{dips}")

@@ -101,7 +101,7 @@ def retargeted(tmp_path_factory):
 
 def test_a_retargeted_file_imports_with_every_frame_as_its_pose_vectors(retargeted):
     path, data = retargeted
-    arm = imported(path, keep_source_rate=True)
+    arm = imported(path, keep_source_rate=True, floor="OFF")   # the file's numbers as they are
     poses = axis_angle_to_matrix(data["poses"].reshape(-1, 24, 3).astype(np.float64))
     assert keyed_frames(arm) == (1, len(poses))
     assert arm.animation_data.action.name == "walk"
@@ -125,7 +125,7 @@ def test_a_z_up_amass_file_stands_upright_with_its_pelvis_where_amass_puts_it(tm
              mocap_framerate=np.array(30.0))
     set_fps(30)
     bpy.context.scene.cursor.location = (1.0, -2.0, 0.25)
-    arm = imported(path)
+    arm = imported(path, floor="OFF")
     assert np.allclose(arm.smpl_ik.betas[:], 0.0)            # SMPL's betas do not carry to the open body
     j0 = load_body_model().rest_joints(np.zeros(10))[0]
     for f in range(20):
@@ -165,7 +165,7 @@ def test_120_fps_at_30_keeps_every_4th_frame(tmp_path):
     rng = np.random.default_rng(10)
     poses, trans = write_clip(tmp_path / "fast.npz", rng, 121, 120)
     set_fps(30)
-    arm = imported(tmp_path / "fast.npz")
+    arm = imported(tmp_path / "fast.npz", floor="OFF")
     assert keyed_frames(arm) == (1, 31)
     for k in range(31):
         local, pelvis = bones_as_smpl(arm, k + 1)
@@ -177,7 +177,7 @@ def test_60_fps_at_25_slerps_between_source_frames(tmp_path):
     rng = np.random.default_rng(11)
     poses, trans = write_clip(tmp_path / "sixty.npz", rng, 61, 60)
     set_fps(25)
-    arm = imported(tmp_path / "sixty.npz")
+    arm = imported(tmp_path / "sixty.npz", floor="OFF")
     assert keyed_frames(arm) == (1, 26)
     times = np.arange(61) / 60.0
     for k in (3, 7, 12):                      # 0.12 s, 0.28 s, 0.48 s: between source frames
@@ -196,7 +196,7 @@ def test_smplh_and_smplx_files_import_their_22_body_joints(tmp_path, width):
     rng = np.random.default_rng(width)
     poses, trans = write_clip(tmp_path / f"w{width}.npz", rng, 4, 30, width=width)
     set_fps(30)
-    arm = imported(tmp_path / f"w{width}.npz")
+    arm = imported(tmp_path / f"w{width}.npz", floor="OFF")
     for f in range(4):
         local, pelvis = bones_as_smpl(arm, f + 1)
         assert geodesic_angle(local[:22], axis_angle_to_matrix(poses[f, :66].reshape(22, 3))).max() < ROT_TOL
@@ -260,7 +260,7 @@ def test_onto_the_active_body(tmp_path):
     importlib.import_module(blender_session.MODULE + ".addon.solving").keyframe_pose(arm, 1)
     previous = arm.animation_data.action
     before = data_counts()
-    assert imported(tmp_path / "again.npz", target="ACTIVE") == arm
+    assert imported(tmp_path / "again.npz", target="ACTIVE", floor="OFF") == arm
     assert data_counts()[:3] == before[:3] and data_counts()[3] == before[3] + 1
     assert arm.animation_data.action.name == "again" and previous.use_fake_user   # the old one is kept
     for f in range(5):
@@ -276,7 +276,7 @@ def test_onto_the_active_body(tmp_path):
 def test_export_then_import_gives_the_file_back(tmp_path, retargeted, up):
     source, data = retargeted
     set_fps(30)
-    arm = imported(source, keep_source_rate=True)
+    arm = imported(source, keep_source_rate=True, floor="OFF")
     out = tmp_path / f"back_{up}.npz"
     bpy.context.view_layer.objects.active = arm
     assert bpy.ops.smpl_ik.export_motion(filepath=str(out), up_axis=up) == {"FINISHED"}
@@ -391,9 +391,12 @@ def _bad(path, case):
         np.savez(path, poses=rng.normal(size=(5, 72)), gender=np.array("alien"))
     elif case == "not npz":
         path.write_text("poses: 1 2 3\n")
+    elif case == "floor":
+        np.savez(path, poses=rng.normal(size=(5, 72)), floor_height=np.array([0.0, np.nan]))
 
 
 BAD = {"three values": r"array 'poses' has shape \(5, 3\); expected \(frames, 72\)",
+       "floor": r"array 'floor_height' should be one finite number, the floor's height in metres",
        "nan": r"array 'poses' has nan at frame 3, joint 3 \(spine1\)",
        "gender": r"array 'gender' is 'alien'; expected one of neutral, female, male",
        "not npz": r"not a readable motion file",
@@ -461,3 +464,181 @@ def test_a_file_of_a_gender_goes_on_the_open_body_of_that_gender(tmp_path, gende
     assert bpy.ops.smpl_ik.export_motion(filepath=str(out)) == {"FINISHED"}
     with np.load(out) as d:
         assert str(d["gender"]) == gender and str(d["body_model"]) == f"open_smpl_{gender}"
+
+
+# --- the floor ----------------------------------------------------------------------------------
+
+FLOOR_TOL = 0.01   # metres: "on the floor" as the import's tests hold it (the measurement is within 5 mm)
+
+
+def walking(frames=60, fps=30.0):
+    """(poses (T, 24, 3), trans (T, 3)) of a smooth walking-like clip in SMPL's frame, one
+    stride a second, walking 1.2 m/s along +Z, its lowest point not yet on any floor."""
+    t = np.arange(frames) / fps
+    phase = 2 * np.pi * t
+    poses = np.zeros((frames, 24, 3))
+    for hip, knee, sign in ((1, 4, 1.0), (2, 5, -1.0)):
+        poses[:, hip, 0] = -0.45 * sign * np.sin(phase)
+        poses[:, knee, 0] = 0.9 * np.clip(np.sin(phase + sign * np.pi / 2), 0, None)
+    poses[:, 16, 2], poses[:, 17, 2] = -1.2, 1.2                   # arms down from the T
+    trans = np.column_stack([np.zeros(frames), 0.02 * np.sin(2 * phase), 1.2 * t])
+    return poses, trans
+
+
+def with_lowest_at(poses, trans, height):
+    """trans moved along SMPL's up so that the open body's whole mesh (average shape) has its
+    lowest point over the clip at `height`, found here by skinning every vertex."""
+    lowest = load_body_model().vertices(np.zeros(10), pose_rotvecs=poses, trans=trans)[..., 1].min()
+    return trans + [0.0, height - lowest, 0.0]
+
+
+def floor_clip(path, height, up="Y", **extra):
+    """Write the walking clip with its lowest point `height` above its origin's floor (y = 0,
+    or z = 0 for a Z-up file, as AMASS stores it); returns (poses, trans) in SMPL's frame."""
+    from models.motion import amass
+
+    poses, trans = walking()
+    trans = with_lowest_at(poses, trans, height)
+    stored = (poses, trans)
+    if up == "Z":
+        stored = amass.z_up_from_smpl_frame(poses, trans, load_body_model().rest_joints(np.zeros(10))[0])
+    np.savez(path, poses=stored[0].reshape(len(poses), 72), trans=stored[1], gender=np.array("neutral"),
+             mocap_framerate=np.array(30.0), **extra)
+    return poses, trans
+
+
+def mesh_lowest_z(arm):
+    """(frames,) the lowest world Z of the body's mesh as Blender shows it (evaluated Armature
+    modifier), at every keyed frame."""
+    mesh = arm.smpl_ik.mesh
+    start, end = keyed_frames(arm)
+    low = []
+    for frame in range(start, end + 1):
+        bpy.context.scene.frame_set(frame)
+        shown = mesh.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        data = shown.to_mesh()
+        co = np.empty(3 * len(data.vertices))
+        data.vertices.foreach_get("co", co)
+        world = np.array(shown.matrix_world)
+        low.append((co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3])[:, 2].min())
+        shown.to_mesh_clear()
+    return np.array(low)
+
+
+@pytest.mark.parametrize("up", ["Y", "Z"])
+def test_feet_below_the_floor_come_in_on_it_and_the_report_says_so(tmp_path, capfd, up):
+    poses, trans = floor_clip(tmp_path / "sunk.npz", -0.65, up)
+    set_fps(30)
+    bpy.context.scene.cursor.location = (0.5, -1.0, 0.2)          # a new body's floor: the cursor's height
+    capfd.readouterr()
+    arm = imported(tmp_path / "sunk.npz")
+    assert "feet were 0.65 m below the floor: moved up 0.65 m" in capfd.readouterr().out
+    assert abs(mesh_lowest_z(arm).min() - 0.2) < FLOOR_TOL
+    assert arm.smpl_ik.floor_height == pytest.approx(0.2)          # the body's floor is where it was put
+    for f in range(0, len(poses), 7):                              # only lifted: the same motion, 0.65 m up
+        local, pelvis = bones_as_smpl(arm, f + 1)
+        assert geodesic_angle(local, axis_angle_to_matrix(poses[f])).max() < ROT_TOL
+        lift = pelvis - rest_pelvis(arm) - trans[f]
+        assert np.abs(lift[[0, 2]]).max() < 1e-5 and abs(lift[1] - 0.65) < FLOOR_TOL
+
+
+def test_with_the_floor_option_off_the_clip_stays_below_and_the_report_says_how_far(tmp_path, capfd):
+    floor_clip(tmp_path / "sunk.npz", -0.65)
+    set_fps(30)
+    capfd.readouterr()
+    arm = imported(tmp_path / "sunk.npz", floor="OFF")
+    assert "heights kept as in the file (floor option off): lowest point 0.65 m below the floor" in capfd.readouterr().out
+    assert abs(mesh_lowest_z(arm).min() + 0.65) < FLOOR_TOL
+
+
+def test_a_clip_on_the_floor_is_left_where_it_is(tmp_path, capfd):
+    _, trans = floor_clip(tmp_path / "level.npz", 0.0)
+    set_fps(30)
+    capfd.readouterr()
+    arm = imported(tmp_path / "level.npz")
+    out = capfd.readouterr().out
+    assert "feet on the floor (lowest" in out and "left as they are" in out
+    local, pelvis = bones_as_smpl(arm, 1)
+    assert np.abs(pelvis - rest_pelvis(arm) - trans[0]).max() < POS_TOL   # not moved at all
+
+
+def test_a_file_that_states_its_floor_keeps_its_place_on_that_floor(tmp_path, capfd):
+    set_fps(30)
+    # its floor is 0.65 m below its origin and the feet are on it: the file's floor goes on the floor
+    floor_clip(tmp_path / "own_floor.npz", -0.65, floor_height=np.float64(-0.65))
+    capfd.readouterr()
+    arm = imported(tmp_path / "own_floor.npz")
+    assert "the file states its floor (floor_height -0.65 m): moved up 0.65 m onto the floor" in capfd.readouterr().out
+    assert abs(mesh_lowest_z(arm).min()) < FLOOR_TOL
+    # a leap that never lands, 0.3 m above the floor it states: kept so (Put on Floor would lower it)
+    floor_clip(tmp_path / "leap.npz", 0.3, up="Z", floor_height=np.float64(0.0))
+    arm = imported(tmp_path / "leap.npz")
+    assert "the file states its floor (floor_height 0 m): kept as in the file" in capfd.readouterr().out
+    assert abs(mesh_lowest_z(arm).min() - 0.3) < FLOOR_TOL
+    arm = imported(tmp_path / "leap.npz", floor="ON")
+    assert "feet stayed 0.30 m above the floor" in capfd.readouterr().out
+    assert abs(mesh_lowest_z(arm).min()) < FLOOR_TOL
+
+
+def test_onto_the_active_body_the_floor_is_its_floor_height_and_an_export_says_where_it_is(tmp_path, capfd):
+    floor_clip(tmp_path / "sunk.npz", -0.65)
+    set_fps(30)
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    arm.location = (2.0, 1.0, 0.7)
+    arm.smpl_ik.floor_height = 0.3                                 # its floor, world Z
+    before = data_counts()
+    capfd.readouterr()
+    assert imported(tmp_path / "sunk.npz", target="ACTIVE") == arm
+    assert "moved up" in capfd.readouterr().out
+    assert np.allclose(arm.location, (2.0, 1.0, 0.7), rtol=0, atol=1e-6) and data_counts()[:3] == before[:3]
+    assert abs(mesh_lowest_z(arm).min() - 0.3) < FLOOR_TOL
+    out = tmp_path / "back.npz"
+    assert bpy.ops.smpl_ik.export_motion(filepath=str(out), up_axis="Z") == {"FINISHED"}
+    with np.load(out) as d:
+        assert float(d["floor_height"]) == pytest.approx(0.3 - 0.7)   # its floor in the armature's numbers
+    again = imported(out)                                          # a new body at the cursor: on its floor
+    assert again != arm and abs(mesh_lowest_z(again).min()) < FLOOR_TOL
+
+
+def test_a_tilted_active_body_keeps_the_files_heights(tmp_path, capfd):
+    _, trans = floor_clip(tmp_path / "sunk.npz", -0.65)
+    set_fps(30)
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    arm = bpy.context.active_object
+    arm.rotation_euler = (0.3, 0.0, 0.0)
+    capfd.readouterr()
+    imported(tmp_path / "sunk.npz", target="ACTIVE")
+    assert "tilted 17.2 degrees from upright, so no level floor lies under it: heights kept" in capfd.readouterr().out
+    local, pelvis = bones_as_smpl(arm, 1)
+    assert np.abs(pelvis - rest_pelvis(arm) - trans[0]).max() < POS_TOL
+
+
+@pytest.mark.parametrize("target", ["NEW", "ACTIVE"])
+def test_a_failure_while_placing_on_the_floor_leaves_nothing_behind(tmp_path, ext, monkeypatch, target):
+    floor_clip(tmp_path / "sunk.npz", -0.65)
+    if target == "ACTIVE":
+        assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    motion_io = importlib.import_module(ext.__name__ + ".addon.motion_io")
+
+    def fails(*args, **kwargs):
+        raise motion_io.SmplIkError("the floor could not be measured")
+
+    monkeypatch.setattr(motion_io.floor, "lowest_point", fails)
+    before = data_counts()
+    with pytest.raises(RuntimeError, match="the floor could not be measured"):
+        bpy.ops.smpl_ik.import_motion(filepath=str(tmp_path / "sunk.npz"), target=target)
+    assert data_counts() == before
+
+
+def test_the_import_with_its_floor_is_one_undo_step(tmp_path):
+    floor_clip(tmp_path / "sunk.npz", -0.65)
+    set_fps(30)
+    assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="before the import")
+    before = data_counts()
+    imported(tmp_path / "sunk.npz")
+    bpy.ops.ed.undo_push(message="Import SMPL-IK Motion")          # as the operator's UNDO flag does in the UI
+    assert data_counts() != before
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    assert data_counts() == before

@@ -190,3 +190,14 @@ def test_a_floor_height_that_is_not_one_finite_number_is_refused(tmp_path, value
     np.savez(path, poses=np.zeros((2, 72)), floor_height=value)
     with pytest.raises(SmplIkError, match=rf"odd_floor.npz: array 'floor_height' .*{found}"):
         amass.read_motion_npz(path)
+
+
+def test_the_docs_give_the_thresholds_the_code_uses():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "retargeting.md").read_text()
+    bullet = " ".join(text.split("- **Floor.**")[1].split("\n- **")[0].split())
+    for words in (f"more than {100 * floor.ON_FLOOR:g} cm below the floor",
+                  f"more than {100 * floor.FAR_ABOVE:g} cm above it over the whole clip",
+                  f"the lowest that lasts more than {floor.GLITCH_FRAMES} frames"):
+        assert words in bullet, words
