@@ -250,6 +250,7 @@ def import_motion(context, options, progress=lambda fraction: None):
     progress(0.1)
 
     created = []
+    reshaped = None   # the active body's shape before the file's betas, restored on a failure
     try:
         if arm is None:
             if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
@@ -263,6 +264,7 @@ def import_motion(context, options, progress=lambda fraction: None):
             if arm.smpl_ik.rig is not None:
                 notes.append(f"{arm.name} takes its shape from its rig: the file's betas were not applied")
             else:
+                reshaped = arm.smpl_ik.applied_betas[:]
                 arm.smpl_ik.betas = betas.tolist()
         progress(0.2)
         poses, trans = _smpl_frame_motion(motion, up, _pelvis_rest(arm))
@@ -281,6 +283,8 @@ def import_motion(context, options, progress=lambda fraction: None):
         write_keys(action, arm, frames, bone_quats, location, lambda f: progress(0.3 + 0.7 * f))
     except BaseException:
         _remove(created)
+        if reshaped is not None:
+            arm.smpl_ik.betas = reshaped
         raise
     if options.set_frame_range:
         scene.frame_start, scene.frame_end = start, start + timing.num_frames - 1
