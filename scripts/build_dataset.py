@@ -62,6 +62,8 @@ def main(argv=None):
     for f, c in zip(files, clips):
         if "error" in c:
             print(f"FAILED {f}: {c['error']}", file=sys.stderr)
+        elif c["warnings"]:   # kept, but an implausible body deserves a look
+            print(f"WARNING {f}: {'; '.join(c['warnings'])}", file=sys.stderr)
     if not good:
         print("no clip could be retargeted", file=sys.stderr)
         return 1

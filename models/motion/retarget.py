@@ -46,9 +46,11 @@ LIMBS = (("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("left_ankle", 
 LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "cmu": 0.0254 / 0.45}
 ADULT_HEIGHT_M = (1.4, 2.1)     # an adult's stature: the unit that puts the source here wins
 TYPICAL_HEIGHT_M = 1.7          # ... and, if several do, the one nearest this
-BETA_BOUND = 5.0                # |beta| the shape fit may use: +-5 sd spans 1.23-2.19 m tall
+BETA_BOUND = 5.0                # |beta| the shape fit may use (+-5 sd of beta 0: 1.23-2.19 m on the neutral body)
 AT_BOUND_SD = 0.1               # a beta this close to the bound counts as held there
 LENGTH_RESIDUAL_LIMIT = 0.05    # RMS relative bone-length miss above which a body is flagged
+REST_POSE_LIMIT_DEG = 120.0     # a zero pose departing further from a standing rest pose
+# (summed degrees, rest_pose_departure) is not trusted; SMPL's own T-pose departs 22
 LEAN_LIMIT_DEG = 10.0  # torso lean differing from the source's by more is flagged (where a skeleton
 # puts its shoulders on the spine moves the figure a few degrees: 7 on the m21 T-pose)
 # The limbs whose lengths set the unit: the same bones on every skeleton convention.
@@ -163,8 +165,6 @@ def rest_pose_departure(p):
     return np.nansum(np.stack(terms), axis=0)
 
 
-REST_POSE_LIMIT_DEG = 120.0  # a zero pose departing further is no rest pose (legs up, say)
-
 
 def _world_up(p):
     """The file's up axis (3,) from poses (T, 24, 3): the coordinate axis nearest the median
@@ -222,6 +222,8 @@ def source_rig(skeleton, mapping, body, positions=None, length_unit=None):
     _, up, left = _torso(p)
     if not (np.isfinite(left).all() and np.linalg.norm(left) > 1e-9):
         raise SmplIkError("the skeleton's hips and shoulders do not span a body (zero width)")
+    if not (np.isfinite(up).all() and np.linalg.norm(up) > 1e-9):
+        raise SmplIkError("the skeleton's spine has zero length")
     if reference < 0:
         x = unit(left)
         y = unit(up - (up @ x) * x)
@@ -231,8 +233,6 @@ def source_rig(skeleton, mapping, body, positions=None, length_unit=None):
         y = _world_up(smpl_positions(positions, mapping, {}))
         x = _nearest_axis(left - (left @ y) * y)
         frame = np.stack([x, y, np.cross(x, y)])
-    if not np.isfinite(up).all() or np.linalg.norm(up) < 1e-9:
-        raise SmplIkError("the skeleton's spine has zero length")
     if length_unit is None:
         name, metres = infer_unit(p, body)
     else:
