@@ -176,6 +176,27 @@ def test_solve_holds_the_pins_and_the_wrist_out_of_reach_gives_way(posed, capfd,
         assert f"Warning: {arm.name}: {status}" in capfd.readouterr().out
 
 
+@pytest.mark.parametrize("moved, shift", [("head", 0.3), ("pelvis", -0.3)])
+def test_the_pin_moved_since_the_last_solve_is_the_one_that_gives_way(posed, moved, shift):
+    """Only the pelvis and the head pinned, live solving off, and one of them moved 30 cm away
+    from the other (the head up, or the pelvis down): the spine cannot stretch that far, and
+    either pin giving way would end the conflict. Solve lets the moved one give way; the
+    other stays where it is."""
+    arm, effs = posed
+    arm.smpl_ik.live = False
+    for joint in ("left_wrist", "right_wrist", "left_ankle", "right_ankle"):
+        effs[joint].smpl_ik_effector.enabled = False
+    effs[moved].location.z += shift
+    update()
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.smpl_ik.solve() == {"FINISHED"}
+    other = "pelvis" if moved == "head" else "head"
+    assert off_by(arm, effs[other]) < 1e-3
+    assert off_by(arm, effs[moved]) > 0.2
+    assert arm.smpl_ik.status.startswith(f"Out of reach: {moved} is")
+    assert arm.smpl_ik.status.endswith("(it gave way to the other pins)")
+
+
 def test_unreachable_targets_warn_from_solve(posed, capfd):
     arm, effs = posed
     arm.smpl_ik.live = False
