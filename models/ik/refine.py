@@ -189,12 +189,6 @@ class Miss:
         return text + (" (it gave way to the other pins)" if self.gave_way else "")
 
 
-def breaks_a_pin(misses):
-    """Whether misses (Miss) hold a hard pin that neither was soft nor gave way: a pose that
-    stalled short of the pins, not one where a pin out of reach gave way."""
-    return any(not (m.soft or m.gave_way) for m in misses)
-
-
 @dataclass(frozen=True)
 class Refined:
     """A refined pose: local_rot (24, 3, 3), trans (3,); errors (E,) per effector as given

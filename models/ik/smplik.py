@@ -333,7 +333,7 @@ class SmplIk:
                 start = ([x[0] for x in self.predict(encoded, rest)] if retry is None else
                          [x[0, 0] for x in self._decode(condition, retry[None, None])])
                 again = refine_pose(*start, rest[0], effectors + extra, options)
-                if same_misses(again.misses, refined.misses):
+                if _same_misses(again.misses, refined.misses):
                     break
                 if miss_total(again) < miss_total(refined):
                     refined = again
@@ -419,7 +419,7 @@ def _pose_arrays(pose, name):
     return local, trans
 
 
-def same_misses(a, b):
+def _same_misses(a, b):
     """Whether two solves' misses (refine.Miss) name the same effectors, each as far from its
     target to within SAME_MISS."""
     key = lambda m: (m.joint, m.kind)   # noqa: E731
