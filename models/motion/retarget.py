@@ -282,17 +282,32 @@ def smpl_positions(positions, mapping, placements):
 # --- shape inversion ---------------------------------------------------------------------------
 
 # Body measurements the shape fit matches: anatomically comparable across skeleton
-# conventions (feet, hands, neck and spine joints sit differently from rig to rig).
+# conventions (feet, hands, neck and spine joints sit differently from rig to rig). Each is a
+# chain of points (a joint, or weights over joints); its length is the sum of the distances
+# between consecutive points the source has (unmapped joints drop out of the chain on both
+# skeletons), so a chain made of whole bones measures the same in every pose: the torso goes
+# up the spine to the neck instead of straight to the shoulders, the shoulder width over
+# the collars.
+MID_HIPS = {"left_hip": 0.5, "right_hip": 0.5}
 MEASUREMENTS = {
-    "left thigh": {"left_knee": 1, "left_hip": -1}, "right thigh": {"right_knee": 1, "right_hip": -1},
-    "left shin": {"left_ankle": 1, "left_knee": -1}, "right shin": {"right_ankle": 1, "right_knee": -1},
-    "left upper arm": {"left_elbow": 1, "left_shoulder": -1},
-    "right upper arm": {"right_elbow": 1, "right_shoulder": -1},
-    "left forearm": {"left_wrist": 1, "left_elbow": -1}, "right forearm": {"right_wrist": 1, "right_elbow": -1},
-    "hip width": {"left_hip": 1, "right_hip": -1},
-    "shoulder width": {"left_shoulder": 1, "right_shoulder": -1},
-    "torso": {"left_shoulder": 0.5, "right_shoulder": 0.5, "left_hip": -0.5, "right_hip": -0.5},
+    "left thigh": ("left_hip", "left_knee"), "right thigh": ("right_hip", "right_knee"),
+    "left shin": ("left_knee", "left_ankle"), "right shin": ("right_knee", "right_ankle"),
+    "left upper arm": ("left_shoulder", "left_elbow"), "right upper arm": ("right_shoulder", "right_elbow"),
+    "left forearm": ("left_elbow", "left_wrist"), "right forearm": ("right_elbow", "right_wrist"),
+    "hip width": ("right_hip", "left_hip"),
+    "shoulder width": ("right_shoulder", "right_collar", "left_collar", "left_shoulder"),
+    "torso": (MID_HIPS, "pelvis", "spine1", "spine2", "spine3", "neck"),
 }
+
+BONES = tuple(n for n in MEASUREMENTS if n.split()[-1] in ("thigh", "shin", "arm", "forearm"))
+
+
+def _point_weights(point):
+    """(24,) weights over SMPL joints of a MEASUREMENTS point."""
+    w = np.zeros(NUM_JOINTS)
+    for name, k in (point.items() if isinstance(point, dict) else ((point, 1.0),)):
+        w[JOINT_INDEX[name]] = k
+    return w
 
 
 @dataclass(frozen=True)
@@ -313,8 +328,12 @@ class ShapeFit:
 
     @property
     def length_residual(self):
-        """RMS over the measurements of |fitted - source| / source (a fraction)."""
-        return float(np.sqrt(np.mean((1e-3 * self.residual_mm / self.source_m) ** 2)))
+        """RMS of |fitted - source| / source (a fraction) over the bones: the thighs, shins,
+        upper arms and forearms, whose ends every convention puts at the same joints (where
+        rigs put the pelvis, neck and collars differs, so widths and torso are left out)."""
+        bones = [k for k, n in enumerate(self.names) if n in BONES]
+        error = 1e-3 * self.residual_mm[bones] / self.source_m[bones]
+        return float(np.sqrt(np.mean(error ** 2))) if bones else float("nan")
 
     def report(self):
         return {"betas": np.round(self.betas, 3).tolist(),
@@ -343,45 +362,61 @@ def _bounded_lstsq(a_mat, b_vec, bound):
     return x
 
 
-def fit_shape(body, joints, beta_prior=3e-5):
+def _chain_lengths(chains, joints):
+    """Lengths (M,) of chains (lists of (24,) segment weights) on rest joints (24, 3) and
+    their derivatives (M, 3 * 24) by the joints."""
+    lengths, grads = [], []
+    for steps in chains:
+        g = np.zeros((NUM_JOINTS, 3))
+        total = 0.0
+        for d in steps:
+            seg = d @ joints
+            n = np.linalg.norm(seg)
+            total += n
+            g += np.outer(d, seg / max(n, 1e-12))
+        lengths.append(total)
+        grads.append(g.ravel())
+    return np.array(lengths), np.array(grads)
+
+
+def fit_shape(body, joints, beta_prior=3e-5, iterations=4):
     """Fit betas to the source's limb lengths and body widths, at their absolute size.
 
     joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
-    unmapped). Each measurement is linear in the joints, hence in the betas; the source's
-    length (the median over the poses given: widths and the torso move a little with the
-    pose) is laid along the SMPL template's direction, so the fit sees lengths, not the pose
-    the file was drawn in. A small prior keeps betas near 0 (units: m^2 per beta^2); betas
-    stay within +-BETA_BOUND.
+    unmapped). Each MEASUREMENTS chain's source length is the sum over its segments of their
+    median length over the poses given, so the fit sees lengths, not the pose the file was
+    drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
+    steps of bounded least squares (betas within +-BETA_BOUND), with a small prior keeping
+    betas near 0 (units: m^2 per beta^2).
     """
     joints = np.asarray(joints, dtype=np.float64).reshape(-1, NUM_JOINTS, 3)
     j0 = body.rest_joints(np.zeros(NUM_BETAS))
     jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], axis=-1)
-    rows_a, rows_b, names, targets = [], [], [], []
-    for name, coef in MEASUREMENTS.items():
-        idx = [JOINT_INDEX[j] for j in coef]
-        w = np.array(list(coef.values()), float)
-        length = np.median(np.linalg.norm(np.einsum("k,tkc->tc", w, joints[:, idx]), axis=-1))
-        if not np.isfinite(length) or length < 1e-3:
-            continue
-        template = w @ j0[idx]
-        target = length * unit(template)
-        rows_a.append(np.einsum("k,kcb->cb", w, jd[idx]))
-        rows_b.append(target - template)
-        names.append(name)
-        targets.append(target)
+    names, chains, targets = [], [], []
+    for name, points in MEASUREMENTS.items():
+        weights = [_point_weights(p) for p in points]
+        have = [w for w in weights if np.isfinite(joints[:, w != 0]).all()]
+        steps = [b - a for a, b in zip(have[:-1], have[1:])]   # (24,) weights per segment
+        length = sum(np.median(np.linalg.norm(np.einsum("j,tjc->tc", d[d != 0], joints[:, d != 0]), axis=-1))
+                     for d in steps)
+        if steps and length >= 1e-3:
+            names.append(name)
+            chains.append(steps)
+            targets.append(length)
     if len(names) < 6:
         raise SmplIkError("too few limbs mapped to fit a body shape")
-    a_mat = np.concatenate(rows_a + [np.sqrt(beta_prior) * np.eye(NUM_BETAS)])
-    b_vec = np.concatenate(rows_b + [np.zeros(NUM_BETAS)])
-    betas = _bounded_lstsq(a_mat, b_vec, BETA_BOUND)
-    joints = body.rest_joints(betas)
-    fitted = np.array([np.array(list(MEASUREMENTS[n].values()), float) @ joints[[JOINT_INDEX[j] for j in MEASUREMENTS[n]]]
-                       for n in names])
     targets = np.array(targets)
-    src_len = np.linalg.norm(targets, axis=1)
-    return ShapeFit(betas=betas, names=tuple(names),
-                    residual_mm=1e3 * np.linalg.norm(fitted - targets, axis=1),
-                    length_ratio=np.linalg.norm(fitted, axis=1) / src_len, source_m=src_len)
+    betas = np.zeros(NUM_BETAS)
+    prior = np.sqrt(beta_prior) * np.eye(NUM_BETAS)
+    for _ in range(iterations):
+        lengths, grads = _chain_lengths(chains, j0 + jd @ betas)
+        jac = grads @ jd.reshape(3 * NUM_JOINTS, NUM_BETAS)       # (M, 10)
+        a_mat = np.concatenate([jac, prior])
+        b_vec = np.concatenate([targets - lengths + jac @ betas, np.zeros(NUM_BETAS)])
+        betas = _bounded_lstsq(a_mat, b_vec, BETA_BOUND)
+    fitted, _ = _chain_lengths(chains, body.rest_joints(betas))
+    return ShapeFit(betas=betas, names=tuple(names), residual_mm=1e3 * np.abs(fitted - targets),
+                    length_ratio=fitted / targets, source_m=targets)
 
 
 def invert_shape(skeleton, body, mapping=None, length_unit=None):
@@ -436,7 +471,8 @@ def check_body(body, shape, rig, lean_source, lean_body):
         warnings.append(f"betas {', '.join(map(str, shape.at_bound))} at their bound +-{BETA_BOUND:g}: "
                         "the source's proportions are outside this body's shape space")
     if shape.length_residual > LENGTH_RESIDUAL_LIMIT:
-        worst = int(np.argmax(np.abs(shape.length_ratio - 1)))
+        worst = max((k for k, n in enumerate(shape.names) if n in BONES),
+                    key=lambda k: abs(shape.length_ratio[k] - 1))
         warnings.append(f"bone lengths miss the source's by {100 * shape.length_residual:.1f}% (RMS; worst "
                         f"{shape.names[worst]} {100 * (shape.length_ratio[worst] - 1):+.0f}%)")
     if abs(lean_body - lean_source) > LEAN_LIMIT_DEG:
