@@ -29,7 +29,7 @@ from ..body.model import NUM_BETAS
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
 from .mapping import JointMapping, build_mapping
-from ..core.rotations import kabsch, matrix_to_axis_angle, shortest_arc, unit
+from ..core.rotations import axis_angle_to_matrix, kabsch, matrix_to_axis_angle, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 
 # Where a leaf joint points in SMPL's T-pose (used to align a source leaf's own direction).
@@ -518,6 +518,67 @@ def _leaf_alignment(skeleton, src_joint, rig, name):
     return None
 
 
+# Knees and elbows are hinges: (joint above, hinge, the axis in SMPL's T-pose about which the
+# hinge flexes by a positive angle: the shin back, the forearm forward).
+HINGES = (("left_hip", "left_knee", (1.0, 0.0, 0.0)), ("right_hip", "right_knee", (1.0, 0.0, 0.0)),
+          ("left_shoulder", "left_elbow", (0.0, -1.0, 0.0)), ("right_shoulder", "right_elbow", (0.0, 1.0, 0.0)))
+HINGE_CONTRAST = 0.1   # the best twist must leave this share of the worst one's spread, or less
+_TWISTS = np.linspace(-np.pi, np.pi, 3600, endpoint=False)   # candidate twists, 0.1 degree apart
+
+
+def _twist(bone, angle):
+    """(3, 3) rotation by `angle` radians about the unit axis `bone` (3,)."""
+    return axis_angle_to_matrix(angle * bone)
+
+
+def _twist_from_hinges(world, rest):
+    """Set the twist of hips, knees, shoulders and elbows so the knees and elbows are hinges.
+
+    A reference frame taken from the motion holds the actor's own twists, not a rest pose's.
+    A hinge's local rotation turns about one axis, which it shares with the joint above; so
+    the hinge is turned about its bone until that axis, seen from the joint above, stays put
+    over the clip, and the joint above about its bone until the axis is SMPL's (HINGES).
+    world: (T, 24, 3, 3) world rotations (returned changed); rest: (24, 3) rest joints. A limb
+    that never bends enough to tell (HINGE_CONTRAST) keeps the reference frame's twist.
+    """
+    world = world.copy()
+    for upper, hinge, axis in HINGES:
+        j, k = JOINT_INDEX[upper], JOINT_INDEX[hinge]
+        axis = np.asarray(axis)
+        relative = np.swapaxes(world[:, j], -1, -2) @ world[:, k]     # (T, 3, 3): the hinge's turn
+        bone = unit(rest[CHILDREN[k][0]] - rest[k])
+        # the axis twisted by theta about the bone: parallel + cos * p + sin * q
+        par = (axis @ bone) * bone
+        p = axis - par
+        q = np.cross(bone, p)
+        seen = np.stack([relative @ par, relative @ p, relative @ q], axis=1)   # (T, 3, 3)
+        seen = seen - seen.mean(axis=0)
+        gram = np.einsum("tic,tjc->ij", seen, seen)                   # spread = w^T gram w
+        w = np.stack([np.ones_like(_TWISTS), np.cos(_TWISTS), np.sin(_TWISTS)])
+        spread = np.einsum("in,ij,jn->n", w, gram, w)
+        if spread.min() > HINGE_CONTRAST * spread.max():
+            continue
+        theta = _TWISTS[np.argmin(spread)]
+        up_bone = unit(rest[k] - rest[j])
+        for turn in (0.0, np.pi):   # theta and theta + pi both make a hinge: one flexes, one bends back
+            hinged_k = world[:, k] @ _twist(bone, theta + turn)
+            shared = np.mean(np.swapaxes(world[:, j], -1, -2) @ hinged_k @ axis, axis=0)
+            hinged_j = world[:, j] @ _twist(up_bone, _twist_about(up_bone, axis, shared))
+            flexion = matrix_to_axis_angle(np.swapaxes(hinged_j, -1, -2) @ hinged_k) @ axis
+            if np.mean(flexion) >= 0:
+                break
+        world[:, j], world[:, k] = hinged_j, hinged_k
+    return world
+
+
+def _twist_about(bone, v, target):
+    """The angle (radians) about the unit axis `bone` (3,) that turns v (3,) towards target
+    (3,), both taken perpendicular to the axis."""
+    v = v - (v @ bone) * bone
+    target = target - (target @ bone) * bone
+    return float(np.arctan2(np.cross(v, target) @ bone, v @ target))
+
+
 def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=None):
     """Retarget a BVH Motion onto `body`; betas default to the shape inversion's.
     length_unit: the file's unit (a `parse_unit` name or number), or None to infer it."""
@@ -576,6 +637,8 @@ def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=No
                 q = shortest_arc(np.einsum("tab,b->ta", q, v_ref[0]), v_now[:, 0]) @ q
         world[:, j] = q @ align[j].T
 
+    if rig.reference >= 0:   # a motion frame's twists are the actor's: set them by the hinges
+        world = _twist_from_hinges(world, rest)
     local = world_to_local(world)
     # root: the SMPL hips' midpoint follows the source's
     lh, rh = JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"]

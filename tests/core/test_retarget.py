@@ -173,6 +173,34 @@ def test_bones_with_rest_orientations_retarget_as_the_same_rig_without(open_body
                                          axis_angle_to_matrix(plain.poses))).max() < 0.5
 
 
+def test_a_rest_oriented_rig_takes_the_twist_of_its_limbs_from_their_hinges(open_body, tmp_path, rng):
+    """Knees and elbows that bend as hinges (as CMU's do): without a rest pose in the clip, the
+    rest-oriented rig's hips, knees, shoulders and elbows still turn as the plain rig's."""
+    rest = open_body.rest_joints(BETAS)
+    sk, where = smpl_bvh_skeleton(rest)
+    frames = 40
+    aa = rng.normal(scale=0.2, size=(frames, 24, 3))
+    aa[:, 0] = rng.normal(scale=0.4, size=(frames, 3))
+    bend = rng.uniform(0.2, 1.6, size=(frames, 4))
+    for k, (joint, axis) in enumerate((("left_knee", (1, 0, 0)), ("right_knee", (1, 0, 0)),
+                                       ("left_elbow", (0, -1, 0)), ("right_elbow", (0, 1, 0)))):
+        aa[:, JOINT_NAMES.index(joint)] = bend[:, k, None] * np.array(axis, float)
+    local = np.broadcast_to(np.eye(3), (frames, len(sk.names), 3, 3)).copy()
+    local[:, where] = axis_angle_to_matrix(aa)
+    root = 100 * (rest[0] + np.cumsum(rng.normal(scale=0.02, size=(frames, 3)), axis=0))
+    write_bvh(tmp_path / "plain.bvh", sk, local, root, 1 / 30)
+    write_bvh(tmp_path / "oriented.bvh", *with_rest_orientations(sk, local, rng), root, 1 / 30)
+    plain, oriented = (retarget(read_bvh(tmp_path / f"{n}.bvh"), open_body) for n in ("plain", "oriented"))
+    assert plain.rig.reference == -1 and oriented.rig.reference >= 0
+
+    def world(r):
+        return forward_kinematics(axis_angle_to_matrix(r.poses), open_body.rest_joints(r.betas), PARENTS).rotations
+
+    limbs = [JOINT_NAMES.index(f"{s}_{n}") for s in ("left", "right") for n in ("hip", "knee", "shoulder", "elbow")]
+    angle = np.degrees(geodesic_angle(world(oriented)[:, limbs], world(plain)[:, limbs]))
+    assert angle.max() < 0.5, angle.max(axis=0)
+
+
 def test_the_zero_pose_of_a_rest_oriented_rig_is_refused_as_a_rest_pose(open_body, rng):
     sk, where = smpl_bvh_skeleton(open_body.rest_joints(BETAS))
     t_pose = smpl_positions(_fk_offsets(sk.parents, sk.offsets)[where], identity_mapping(), {})
