@@ -10,9 +10,10 @@ from models.core.errors import SmplIkError
 from models.motion.bvh import Skeleton, read_bvh, write_bvh
 from models.core.kinematics import forward_kinematics
 from models.motion.mapping import build_mapping
-from models.motion.retarget import (AT_BOUND_SD, BETA_BOUND, LENGTH_UNITS, REST_POSE_LIMIT_DEG, _fk_offsets, check_body,
-                                    invert_shape, rest_pose_departure, retarget, smpl_bvh_skeleton,
-                                    smpl_positions, write_smpl_bvh)
+from models.motion.retarget import (AT_BOUND_SD, BETA_BOUND, BONES, LEAN_LIMIT_DEG, LENGTH_UNITS,
+                                    REST_POSE_LIMIT_DEG, _fk_offsets, check_body, invert_shape,
+                                    rest_pose_departure, retarget, smpl_bvh_skeleton, smpl_positions,
+                                    write_smpl_bvh)
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
 from models.core.skeleton import JOINT_NAMES, PARENTS
 
@@ -265,7 +266,7 @@ needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/mo
 
 
 @needs_shared
-@pytest.mark.parametrize("folder", ["cmu_train", "m21"])
+@pytest.mark.parametrize("folder", ["cmu_train", "m21", "cmu_varied"])
 def test_every_shared_clip_retargets_within_5_degrees(open_body, folder):
     for path in sorted((SHARED / folder).glob("*.bvh")):
         r = retarget(read_bvh(path), open_body)
@@ -282,3 +283,25 @@ def test_shape_inversion_on_shared_skeletons(open_body, clip):
     limbs = [q for n, q in zip(fit.names, fit.length_ratio) if n.split()[-1] in ("thigh", "shin", "arm", "forearm")]
     assert len(limbs) == 8
     assert np.all(np.abs(np.array(limbs) - 1) < 0.05), fit.report()
+
+
+@needs_shared
+def test_character_creator_clips_come_out_one_plausible_body_at_their_size(open_body):
+    """cmu_varied: a Character Creator export whose bones carry rest orientations (its zero
+    pose points every bone along +Y). Every clip is the same skeleton, so the same body; it
+    is an adult's size, its limbs the source's lengths, and the knees bend as hinges."""
+    heights = []
+    for path in sorted((SHARED / "cmu_varied").glob("*.bvh"))[:6]:
+        motion = read_bvh(path)
+        r = retarget(motion, open_body)
+        assert r.rig.reference >= 0 and r.rig.unit_name == "cm", path.name
+        assert r.check.warnings == (), (path.name, r.check.warnings)
+        limbs = [q for n, q in zip(r.shape.names, r.shape.length_ratio) if n in BONES]
+        assert np.all(np.abs(np.array(limbs) - 1) < 0.02), (path.name, r.shape.report())
+        assert abs(r.check.lean_body_deg - r.check.lean_source_deg) < LEAN_LIMIT_DEG
+        knee = r.poses[:, JOINT_NAMES.index("left_knee")]
+        bent = np.linalg.norm(knee, axis=1) > np.radians(20)
+        off_axis = np.degrees(np.arccos(np.abs(knee[bent, 0]) / np.linalg.norm(knee[bent], axis=1)))
+        assert np.median(off_axis) < 6.0, (path.name, np.median(off_axis))
+        heights.append(r.check.height_m)
+    assert 1.4 < min(heights) and max(heights) < 2.1 and max(heights) - min(heights) < 0.005, heights
