@@ -228,10 +228,15 @@ def shortest_arc(a, b):
     return r
 
 
-def kabsch(a, b):
-    """(..., 3, 3) rotations best taking direction sets a onto b, both (..., N, 3)."""
-    h = np.einsum("...ni,...nj->...ij", unit(b), unit(a))
-    u, _, vt = np.linalg.svd(h)
+def nearest_rotation(m):
+    """(..., 3, 3) the rotation nearest each (..., 3, 3) matrix m (Frobenius norm): a rotation
+    that rounding has worn a little comes back orthonormal."""
+    u, _, vt = np.linalg.svd(m)
     d = np.sign(np.linalg.det(u @ vt))
     u[..., :, 2] *= d[..., None]
     return u @ vt
+
+
+def kabsch(a, b):
+    """(..., 3, 3) rotations best taking direction sets a onto b, both (..., N, 3)."""
+    return nearest_rotation(np.einsum("...ni,...nj->...ij", unit(b), unit(a)))

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.kinematics import forward_kinematics
-from ..core.rotations import axis_angle_to_matrix, euler_to_matrix, matrix_to_axis_angle, matrix_to_euler, skew, unit
+from ..core.rotations import (axis_angle_to_matrix, euler_to_matrix, matrix_to_axis_angle, matrix_to_euler,
+                              nearest_rotation, skew, unit)
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
 from .effectors import KIND_INDEX, Effector, EffectorKind, joint_of, kind_of
 
@@ -361,8 +362,9 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
 
     When the hard pins cannot all be held (options.give_way), the pin that gives way is one
     the pose misses: an effector with `give_way_first` before any other, then the one
-    furthest from its target (against HARD_TOLERANCE). The pose is refined again from the
-    start with that pin soft, and so on while another still misses (never the last pin); a
+    furthest from its target (against HARD_TOLERANCE). The pose is refined again with that pin
+    soft, from the start and from where the last solve left it (the better of the two), and so
+    on while another still misses (never the last pin); a
     pin that gave way before the last one is held again where the others then still hold.
     The pins that gave way are reported as such (Miss.gave_way).
     """
@@ -372,22 +374,35 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     effectors = list(effectors)
     soft_flags = [bool(getattr(e, "soft", False)) for e in effectors]
 
-    def solve(gave_way):
+    def solve(gave_way, *starts):
+        """The best pose from these starts with these pins given way: the fewest other pins
+        missed, then the given-way pins nearest their targets."""
         flags = [soft or n in gave_way for n, soft in enumerate(soft_flags)]
-        pose = _refine_levels(local, trans, rest, effectors, flags, options)
-        return pose, effector_errors(effectors, *pose, rest)
+        best = None
+        for start in starts:
+            local_rot, trans_out = _refine_levels(*start, rest, effectors, flags, options)
+            pose = (nearest_rotation(local_rot), trans_out)   # many steps wear the rotations a little
+            errors = effector_errors(effectors, *pose, rest)
+            rank = (len(_missed_pins(effectors, soft_flags, gave_way, errors)),
+                    sum(errors[n] / HARD_TOLERANCE[kind_of(effectors[n])] for n in gave_way))
+            if best is None or rank < best[0]:
+                best = (rank, pose, errors)
+        return best[1], best[2]
 
+    # a pin giving way is solved again from the first start and from where all the pins pulling
+    # together left it: from the first it can settle far off in another valley, from the second
+    # it may stop short of where it could reach
     gave_way = []
-    pose, errors = solve(gave_way)
+    pose, errors = solve(gave_way, (local, trans))
     while options.give_way:
         pin = _giving_way(effectors, soft_flags, gave_way, errors)
         if pin is None:
             break
         gave_way.append(pin)
-        pose, errors = solve(gave_way)
+        pose, errors = solve(gave_way, (local, trans), pose)
     for pin in gave_way[:-1]:   # given way before the one that could not be met: maybe not needed
         fewer = [n for n in gave_way if n != pin]
-        trial, trial_errors = solve(fewer)
+        trial, trial_errors = solve(fewer, pose)
         if not _missed_pins(effectors, soft_flags, fewer, trial_errors):
             gave_way, pose, errors = fewer, trial, trial_errors
     return Refined(local_rot=pose[0], trans=pose[1], errors=errors,

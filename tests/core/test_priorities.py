@@ -73,7 +73,7 @@ def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
 def test_a_pin_out_of_reach_gives_way_alone_and_the_others_hold(standing):
     """Every effector a pin and the left wrist's far beyond the arm: the pins cannot all be held,
     so the wrist gives way (nothing says which first: the one furthest from its target) and
-    goes as far as a soft wrist would; the others stay where they are."""
+    gets at least as near as a soft wrist would; the others stay where they are."""
     local, trans, rest, fk = standing
     far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
     all_hard = pins(fk, {"left_wrist": far})
@@ -86,7 +86,7 @@ def test_a_pin_out_of_reach_gives_way_alone_and_the_others_hold(standing):
     assert miss.describe() == f"left_wrist is {errors[2] * 100:.1f} cm from its target (it gave way to the other pins)"
     assert arm_stretch(out, rest) > 0.97                                 # reaching out straight toward it
     soft = refine_pose(local, trans, rest, pins(fk, {"left_wrist": far}, soft=("left_wrist",)))
-    assert errors[2] == pytest.approx(soft.errors[2], abs=1e-3)          # as far as a soft wrist gets
+    assert errors[2] < soft.errors[2] + 1e-3                             # at least as near as a soft wrist gets
     assert inside(out.local_rot)
 
 
