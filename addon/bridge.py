@@ -36,6 +36,11 @@ def up_extent(points):
     return float(heights.min()), float(heights.max())
 
 
+# A body tilted more than this from upright has no level floor in its own frame: solving's
+# floor refuses it and the motion import keeps such a body's heights as in the file.
+FLOOR_TILT = np.radians(0.5)
+
+
 def floor_in_body(arm_world, height):
     """A level floor at world height `height` (Blender Z, metres) seen from a body: (its height
     along SMPL's up axis Y in the body's frame, i.e. armature space in the body's metres; the

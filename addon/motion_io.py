@@ -45,9 +45,6 @@ FLOOR_ITEMS = (
                            f"{100 * floor.FAR_ABOVE:g} cm above)"),
     ("OFF", "As in File", "Keep the file's heights; the report says where the lowest point is"),
 )
-# A body tilted more than this from upright has no level floor in its own frame (solving's
-# floor has the same bound): its heights are kept as in the file.
-FLOOR_TILT = math.radians(0.5)
 ROOT_PATH = f'pose.bones["{JOINT_NAMES[0]}"].location'
 
 
@@ -187,8 +184,8 @@ def _placed_on_floor(arm, body, poses, trans, motion, options, floor_height, til
     """(trans (T, 3) moved along SMPL's up as the floor option says, FloorPlacement or None,
     note) for the motion (poses (T, 24, 3), trans, SMPL frame, armature space) on `arm`,
     whose floor lies at `floor_height` (armature space, SMPL's Y) with the body tilted `tilt`
-    radians from upright (over FLOOR_TILT: no level floor, the heights are kept)."""
-    if tilt > FLOOR_TILT:
+    radians from upright (over bridge.FLOOR_TILT: no level floor, the heights are kept)."""
+    if tilt > bridge.FLOOR_TILT:
         return trans, None, (f"{arm.name} is tilted {math.degrees(tilt):.1f} degrees from upright, so no level "
                              "floor lies under it: heights kept as in the file")
     lowest = floor.lowest_point(body, np.array(arm.smpl_ik.applied_betas[:]), poses, trans, "Y",
@@ -596,7 +593,7 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
     except SmplIkError as exc:   # a bad Floor Height does not stop an export: it only goes unsaid
         floor_height, tilt = None, 0.0
         notes.append(f"no floor_height written ({exc})")
-    if tilt > FLOOR_TILT:
+    if tilt > bridge.FLOOR_TILT:
         floor_height = None
         notes.append(f"no floor_height written: {arm.name} is tilted {math.degrees(tilt):.1f} degrees from upright")
     progress(0.95)

@@ -41,7 +41,6 @@ from .effectors import core_effectors, effectors_of, is_effector, pin, rest_join
 # today's: every effector hard (a dragged one too), no joint limits, no planted feet, no floor.
 PREVIOUS_SOLVER = False
 FLOOR_LIMIT = 10000.0    # metres; Blender stores an infinite float as its largest, so bound it
-FLOOR_TILT = math.radians(0.5)
 SHOWN_MISSES = 3
 # Blender stores quaternions as float32: a pose read back from the bones differs from the
 # solution written by about 1e-7, so closer than this is the same pose (Keep Pose's check).
@@ -67,7 +66,7 @@ def refine_options(arm):
             raise SmplIkError(f"{arm.name}: the floor height must be a number of metres between "
                               f"-{FLOOR_LIMIT:g} and {FLOOR_LIMIT:g}, got {height:g}; the pose was left as it was")
         floor, tilt = bridge.floor_in_body(bridge.matrix_array(arm.matrix_world), height)
-        if tilt > FLOOR_TILT:
+        if tilt > bridge.FLOOR_TILT:
             raise SmplIkError(f"{arm.name}: a floor needs the body upright, and it is tilted "
                               f"{math.degrees(tilt):.1f} degrees; straighten it or turn Floor off")
         contacts = foot_contacts(arm)
