@@ -108,24 +108,21 @@ def _fk_offsets(parents, offsets):
     return pos
 
 
-def _snap_to_axes(rot, tolerance_deg=20.0):
-    """The nearest signed axis permutation, when within tolerance (files are axis-aligned)."""
-    snapped = np.zeros((3, 3))
-    for r in range(3):
-        k = int(np.argmax(np.abs(rot[r])))
-        snapped[r, k] = np.sign(rot[r, k])
-    if abs(np.linalg.det(snapped) - 1) > 1e-6:
-        return rot
-    angle = np.degrees(np.arccos(np.clip((np.trace(snapped.T @ rot) - 1) / 2, -1, 1)))
-    return snapped if angle < tolerance_deg else rot
-
-
 def _nearest_axis(v):
     """The signed coordinate axis nearest the direction v (3,)."""
     axis = np.zeros(3)
     k = int(np.argmax(np.abs(v)))
     axis[k] = np.sign(v[k])
     return axis
+
+
+def _snap_to_axes(rot, tolerance_deg=20.0):
+    """The nearest signed axis permutation, when within tolerance (files are axis-aligned)."""
+    snapped = np.stack([_nearest_axis(row) for row in rot])
+    if abs(np.linalg.det(snapped) - 1) > 1e-6:
+        return rot
+    angle = np.degrees(np.arccos(np.clip((np.trace(snapped.T @ rot) - 1) / 2, -1, 1)))
+    return snapped if angle < tolerance_deg else rot
 
 
 def _angle_deg(a, b):
@@ -163,7 +160,6 @@ def rest_pose_departure(p):
                   _angle_deg(elbow - shoulder, wrist - elbow),
                   np.abs(90.0 - _angle_deg(elbow - shoulder, forward))]
     return np.nansum(np.stack(terms), axis=0)
-
 
 
 def _world_up(p):
@@ -216,7 +212,8 @@ def source_rig(skeleton, mapping, body, positions=None, length_unit=None):
     if positions is not None and len(positions):
         zero_pose = smpl_positions(ref, mapping, {})
         if not rest_pose_departure(zero_pose) <= REST_POSE_LIMIT_DEG:
-            reference = int(np.argmin(rest_pose_departure(smpl_positions(positions, mapping, {}))))
+            frames = smpl_positions(positions, mapping, {})
+            reference = int(np.argmin(rest_pose_departure(frames)))
             ref = positions[reference]
     p = smpl_positions(ref, mapping, {})
     _, up, left = _torso(p)
@@ -230,7 +227,7 @@ def source_rig(skeleton, mapping, body, positions=None, length_unit=None):
         frame = _snap_to_axes(np.stack([x, y, np.cross(x, y)]))  # rows: where the file's axes go
     else:
         # a motion frame faces anywhere: keep the file's up axis and turn only by quarter turns
-        y = _world_up(smpl_positions(positions, mapping, {}))
+        y = _world_up(frames)
         x = _nearest_axis(left - (left @ y) * y)
         frame = np.stack([x, y, np.cross(x, y)])
     if length_unit is None:
@@ -664,8 +661,7 @@ def limb_direction_errors(smpl_joints, source_joints):
         if not ok.any():
             continue
         ours = smpl_joints[:, ib] - smpl_joints[:, ia]
-        cos = np.sum(unit(ours[ok]) * unit(src[ok]), -1)
-        out[f"{a}->{b}"] = float(np.degrees(np.arccos(np.clip(cos, -1, 1))).mean())
+        out[f"{a}->{b}"] = float(_angle_deg(ours[ok], src[ok]).mean())
     return out
 
 
