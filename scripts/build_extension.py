@@ -7,8 +7,10 @@
 The per-platform builds need the wheels from scripts/fetch_wheels.py; missing ones are
 downloaded first (PyPI). They are built from a staged copy of the source whose manifest lists
 the wheels and the platforms, so the committed manifest stays wheel-free. Prints each zip's
-size and writes them to --sizes-json (zip name -> bytes and MB), which the README quotes; with
---no-photo only the plain zip's entry changes. Exit status 1 if a build fails.
+size and records them in --sizes-json (zip name -> MB to one decimal, as the README quotes
+them); the file is rewritten only when a recorded size changes, so a build leaves the work
+tree clean. With --no-photo only the plain zip's entry can change. Exit status 1 if a build
+fails.
 """
 import argparse
 import json
@@ -92,22 +94,37 @@ def main(argv=None):
         build_platforms(args.out, args.wheels, list(fetch_wheels.PLATFORMS))
     sizes = {}
     for zip_path in sorted(args.out.glob("smpl_ik-*.zip")):
-        size = zip_path.stat().st_size
-        sizes[zip_path.name] = {"bytes": size, "mb": round(size / 1e6, 3)}
-        print(f"{size / 1e6:8.1f} MB  {zip_path.name}")
-    write_sizes(args.sizes_json, sizes, keep_others=args.no_photo)
-    print(f"wrote {args.sizes_json}")
+        sizes[zip_path.name] = zip_path.stat().st_size
+        print(f"{sizes[zip_path.name] / 1e6:8.1f} MB  {zip_path.name}")
+    changed = write_sizes(args.sizes_json, sizes, keep_others=args.no_photo)
+    print(f"wrote {args.sizes_json}" if changed else f"{args.sizes_json}: the sizes are as recorded")
     return 0
 
 
+def recorded_mb(size):
+    """A zip's size as recorded: MB (10**6 bytes) to one decimal, the README's precision. Finer
+    would change with every edit to a shipped file."""
+    return round(size / 1e6, 1)
+
+
 def write_sizes(path, sizes, keep_others):
-    """{"zips": {name: {"bytes", "mb"}}} (MB = 10**6 bytes); keep_others keeps the entries of
-    zips not built this time (a --no-photo build leaves the platform zips' sizes standing)."""
-    zips = {}
-    if keep_others and path.exists():
-        zips = json.loads(path.read_text()).get("zips", {})
-    zips.update(sizes)
-    write_json(path, {"zips": dict(sorted(zips.items()))})
+    """Record sizes ({zip name: bytes}) in `path` as {"zips": {name: {"mb": MB}}}
+    (`recorded_mb`); keep_others keeps the entries of zips not built this time (a --no-photo
+    build leaves the platform zips' sizes standing). The file is written only when what it
+    records changes; returns whether it was."""
+    old = None
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except ValueError:
+            old = None
+    zips = dict(old.get("zips", {})) if keep_others and isinstance(old, dict) else {}
+    zips.update({name: {"mb": recorded_mb(size)} for name, size in sizes.items()})
+    new = {"zips": dict(sorted(zips.items()))}
+    if new == old:
+        return False
+    write_json(path, new)
+    return True
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ DENSITY = 985.0
 BETA_LIMIT = 10.0          # |beta| the fit may use: the add-on's shape keys span +-10
 HEIGHT_TOLERANCE = 1e-5    # metres: the fit stops well under 1 mm ...
 WEIGHT_TOLERANCE = 1e-3    # kg: ... and well under 0.1 kg from its targets
+# Blender stores an infinite float property as the largest 32-bit float: at or past it a value
+# is infinite, not a size to report in metres.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 PRIOR_ARRAYS = ("measure_prior_coef", "measure_prior_centre", "measure_prior_scale",
                 "measure_prior_height_range", "measure_prior_volume_range")
 
@@ -158,9 +161,10 @@ def _show(value, unit):
 
 
 def _miss(value, unit):
+    value = abs(value)
     if unit == "m":
-        return f"{abs(value) * 100:.1f} cm" if abs(value) < 1 else f"{abs(value):.2f} m"
-    return f"{abs(value):.1f} kg"
+        return f"{value * 100:.1f} cm" if value < 1 else f"{value:.2f} m" if value < 100 else f"{value:g} m"
+    return f"{value:.1f} kg" if value < 1e4 else f"{value:g} kg"
 
 
 class _Fitter:
@@ -235,14 +239,18 @@ def _fitter(body):
 
 
 def _check(name, value, unit):
+    """value as a float; SmplIkError for one that is not a number, or is infinite (float('inf'),
+    or FLOAT32_MAX and beyond: how Blender stores infinity)."""
+    units = "metres" if unit == "m" else "kilograms"
     try:
         value = float(value)
     except (TypeError, ValueError):
-        raise SmplIkError(f"{name} must be a number of {'metres' if unit == 'm' else 'kilograms'}, "
-                          f"got {value!r}") from None
-    if not np.isfinite(value):
-        raise SmplIkError(f"{name} must be a finite number of {'metres' if unit == 'm' else 'kilograms'}, "
-                          f"got {value}")
+        raise SmplIkError(f"{name} must be a number of {units}, got {value!r}") from None
+    if np.isnan(value):
+        raise SmplIkError(f"{name} must be a finite number of {units}, got NaN (not a number)")
+    if abs(value) >= FLOAT32_MAX:
+        raise SmplIkError(f"{name} is {'minus ' if value < 0 else ''}infinite: it must be a finite "
+                          f"number of {units}")
     return value
 
 

@@ -199,6 +199,28 @@ def test_drag_time_and_zip_sizes_are_quoted_from_json():
     assert not missing, f"README does not quote the size of {missing} from extension_sizes.json"
 
 
+def test_readme_gives_the_shapes_retarget_returns(tmp_path, open_body):
+    """The README's retarget example says in a comment what it prints: the shapes are the code's."""
+    import numpy as np
+
+    from models.core.rotations import axis_angle_to_matrix
+    from models.motion.bvh import read_bvh
+    from models.motion.retarget import retarget, write_smpl_bvh
+
+    line = next(l for doc in [ROOT / "README.md"] for l in lines(doc) if "print(result.poses.shape" in l.text)
+    printed, _, comment = line.text.partition("#")
+    quoted = [tuple(p.strip() for p in m.split(",") if p.strip()) for m in re.findall(r"\(([^()]*)\)", comment)]
+    frames = 12
+    rng = np.random.default_rng(0)
+    rot = axis_angle_to_matrix(rng.normal(scale=0.2, size=(frames, 24, 3)))
+    write_smpl_bvh(tmp_path / "clip.bvh", rot, np.zeros((frames, 3)), open_body.rest_joints(np.zeros(10)), 30.0)
+    result = retarget(read_bvh(tmp_path / "clip.bvh"), open_body)
+    names = re.findall(r"result\.(\w+)\.shape", printed)
+    actual = [tuple("T" if n == frames and k == 0 else str(n) for k, n in enumerate(getattr(result, name).shape))
+              for name in names]
+    assert len(names) == 3 and quoted == actual, f"{line.where()} says {quoted} for {names}; retarget gives {actual}"
+
+
 # --- code blocks --------------------------------------------------------------------------
 BLENDER_PRELUDE = """\
 import sys

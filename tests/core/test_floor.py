@@ -195,7 +195,7 @@ def test_a_floor_height_that_is_not_one_finite_number_is_refused(tmp_path, value
 def test_the_docs_give_the_thresholds_the_code_uses():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "retargeting.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "motion_io.md").read_text()
     bullet = " ".join(text.split("- **Floor.**")[1].split("\n- **")[0].split())
     for words in (f"more than {100 * floor.ON_FLOOR:g} cm below the floor",
                   f"more than {100 * floor.FAR_ABOVE:g} cm above it over the whole clip",

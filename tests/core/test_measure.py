@@ -1,4 +1,6 @@
 """Height and weight of a body's rest mesh, and betas fitted to a height and a weight."""
+import re
+
 import numpy as np
 import pytest
 import trimesh
@@ -148,6 +150,32 @@ def test_bad_values_are_refused_naming_them(height, weight, named):
     if isinstance(value, float) and np.isfinite(value):   # the range that works, and the miss
         assert "out of range" in message and "reaches" in message and "+-10" in message, message
         assert ("over" in message or "under" in message) if value > 0 else "more than 0" in message, message
+
+
+@pytest.mark.parametrize("named,value", [
+    ("height", float(np.finfo(np.float32).max)),    # what Blender stores for height=inf
+    ("height", float("inf")), ("weight", float(np.finfo(np.float32).max)),
+    ("height", -float(np.finfo(np.float32).max)),
+])
+def test_an_infinite_value_is_called_infinite(named, value):
+    body = load_body_model(open_body_path("neutral"))
+    height, weight = (value, 70.0) if named == "height" else (1.7, value)
+    with pytest.raises(SmplIkError) as err:
+        fit_measurements(body, height, weight)
+    message = str(err.value)
+    assert message.startswith(f"{named} is ") and "infinite" in message, message
+    assert ("minus infinite" in message) == (value < 0), message
+    assert not re.search(r"\d{7}", message), message   # no 39-digit "distance" to infinity
+
+
+@pytest.mark.parametrize("height,weight", [(1e6, 70.0), (1.7, 1e9)])
+def test_a_huge_value_is_refused_in_short_numbers(height, weight):
+    body = load_body_model(open_body_path("neutral"))
+    with pytest.raises(SmplIkError) as err:
+        fit_measurements(body, height, weight)
+    message = str(err.value)
+    assert "out of range" in message and "over that" in message, message
+    assert not re.search(r"\d{7}", message), message   # 1e+06 m, not 1000000.000 m
 
 
 def test_a_combination_out_of_reach_says_how_far(body):
