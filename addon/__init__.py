@@ -1,17 +1,7 @@
-"""The bpy layer of SMPL-IK: preferences, properties, operators and panels.
+"""The bpy layer of SMPL-IK, one package per feature above the shared `com`: body, motion,
+pose, rig, photo, and the ui on top. Packages register in that order and unregister in
+reverse (a feature's properties exist before the operators and panels that use them)."""
+from .com.blender import register_modules_factory
+from . import body, motion, photo, pose, rig, ui
 
-Modules register in order and unregister in reverse.
-"""
-from . import effectors, motion_io, operators, panels, preferences, properties, rig, solving
-
-_modules = (preferences, properties, effectors, rig, solving, operators, motion_io, panels)
-
-
-def register():
-    for module in _modules:
-        module.register()
-
-
-def unregister():
-    for module in reversed(_modules):
-        module.unregister()
+register, unregister = register_modules_factory((body, motion, pose, rig, photo, ui))

@@ -27,6 +27,8 @@ import os
 import sys
 import time
 import warnings
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -42,10 +44,11 @@ LONG_SOLVE = 300   # refinement iterations of the solves that find the reachable
 
 
 class Timed:
-    """Wraps solving.solve_body (the handler calls it through the module) to time each solve."""
+    """Wraps the live-solving handler's solve_body (addon/pose/handlers.py calls it through its
+    module) to time each solve."""
 
-    def __init__(self, solving):
-        self.solving, self.original, self.ms = solving, solving.solve_body, []
+    def __init__(self, handlers):
+        self.handlers, self.original, self.ms = handlers, handlers.solve_body, []
 
     def __enter__(self):
         def timing_solve(*args, **kwargs):
@@ -54,15 +57,45 @@ class Timed:
                 return self.original(*args, **kwargs)
             finally:
                 self.ms.append((time.perf_counter() - t) * 1e3)
-        self.solving.solve_body = timing_solve
+        self.handlers.solve_body = timing_solve
         return self
 
     def __exit__(self, *_exc):
-        self.solving.solve_body = self.original
+        self.handlers.solve_body = self.original
 
 
 def ext(module):
     return importlib.import_module(f"{blender_session.MODULE}.addon.{module}")
+
+
+def core(module):
+    """A models/ module as the extension loaded it (its classes are the ones the add-on checks)."""
+    return importlib.import_module(f"{blender_session.MODULE}.models.{module}")
+
+
+class PreviousSolver:
+    """The solver before pins and soft effectors, built from the core's options in place of the
+    add-on's solve_effectors while the block runs: every effector hard (a dragged one too), no
+    joint limits, no planted feet, no floor, no warm start and no kept pose."""
+
+    def __init__(self, solving):
+        self.solving, self.original = solving, solving.solve_effectors
+
+    def __enter__(self):
+        smplik = core("ik.smplik")
+        options = core("ik.refine").RefineOptions(joint_limits=False, plant_feet=False, give_way=False)
+        effectors, bridge = ext("pose.effectors"), ext("com.bridge")
+
+        def solve(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None):
+            hard = [replace(e, soft=False) for e in effectors.core_effectors(arm, objs)]
+            use = arm.smpl_ik.refine if refine is None else refine
+            return smplik.load_smplik().solve(hard, bridge.rest_joints(arm), smplik.SolveOptions(
+                refine=options if use else None, mode=mode or smplik.DEFAULT_MODE))
+        self.solving.solve_effectors = solve
+        return self
+
+    def __exit__(self, *_exc):
+        self.solving.solve_effectors = self.original
 
 
 def joint_world(arm, name):
@@ -78,7 +111,7 @@ def start_over(bpy, arm):
     bpy.context.view_layer.update()
 
 
-def drag(bpy, solving, arm, wrist, steps, refine):
+def drag(bpy, handlers, arm, wrist, steps, refine):
     """Circle drag; per step: (total ms, solve ms, wrist error m)."""
     import numpy as np
 
@@ -86,7 +119,7 @@ def drag(bpy, solving, arm, wrist, steps, refine):
     start_over(bpy, arm)
     start = wrist.location.copy()
     rows = []
-    with Timed(solving) as timed:
+    with Timed(handlers) as timed:
         for k in range(steps + 5):
             angle = 2 * np.pi * k / steps
             wrist.location = start + type(start)((-0.1 + 0.1 * np.cos(angle), -0.1, 0.05 + 0.1 * np.sin(angle)))
@@ -107,9 +140,9 @@ def contact_heights(arm, contacts):
     from models.core.kinematics import forward_kinematics
     from models.core.skeleton import PARENTS
 
-    bridge = ext("bridge")
+    bridge = ext("com.bridge")
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
-    fk = forward_kinematics(local, ext("effectors").rest_joints(arm), PARENTS, trans)
+    fk = forward_kinematics(local, ext("com.bridge").rest_joints(arm), PARENTS, trans)
     world = np.array(arm.matrix_world)
     return (bridge.to_blender(contacts.positions(fk)) @ world[:3, :3].T + world[:3, 3])[:, 2]
 
@@ -123,7 +156,7 @@ def path_targets(arm, wrist, steps):
     return np.array(wrist.location) + 0.01 * np.arange(1, steps + 1)[:, None] * direction
 
 
-def path_drag(bpy, solving, arm, effs, targets, contacts):
+def path_drag(bpy, handlers, arm, effs, targets, contacts):
     """Drag the left-wrist effector through `targets` from the T-pose; per step a dict of the
     figures, and the core effectors of each step (as today's solver sees them: the wrist soft)."""
     import numpy as np
@@ -135,7 +168,7 @@ def path_drag(bpy, solving, arm, effs, targets, contacts):
     feet = np.array([joint_world(arm, j)[2] for j in FEET])
     heights = contact_heights(arm, contacts)
     rows, problems = [], []
-    with Timed(solving) as timed:
+    with Timed(handlers) as timed:
         for step, target in enumerate(targets, 1):
             wrist.location = Vector(target)
             t = time.perf_counter()
@@ -148,8 +181,8 @@ def path_drag(bpy, solving, arm, effs, targets, contacts):
             miss = float(np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)))
             rows.append({"step": step, "ms": total, "solve_ms": timed.ms[-1], "pin_drift_mm": drift * 1e3,
                          "foot_lift_mm": float(lift) * 1e3, "wrist_miss_mm": miss * 1e3})
-            objs = ext("effectors").effectors_of(arm)
-            problems.append(ext("effectors").core_effectors(arm, objs, dragged={wrist.name}))
+            objs = ext("pose.effectors").effectors_of(arm)
+            problems.append(ext("pose.effectors").core_effectors(arm, objs, dragged={wrist.name}))
     return rows, problems
 
 
@@ -162,6 +195,7 @@ def reachable_minima(problems, rest, model):
     from models.core.kinematics import forward_kinematics
     from models.core.skeleton import PARENTS
     from models.ik.refine import RefineOptions, planted_feet, refine_pose
+    from models.ik.smplik import SolveOptions
 
     local, trans = np.tile(np.eye(3), (24, 1, 1)), np.zeros(3)
     rest_world = forward_kinematics(local, rest, PARENTS, trans).rotations
@@ -171,7 +205,7 @@ def reachable_minima(problems, rest, model):
     for effectors in problems:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
-            tries = [model.solve(effectors, rest, options=options, current_pose=(local, trans)),
+            tries = [model.solve(effectors, rest, SolveOptions(refine=options, current_pose=(local, trans))),
                      refine_pose(local, trans, rest, list(effectors) + planted_feet(effectors, rest_world), options)]
         overflowed += bool(caught)
         held = [t for t in tries if np.delete(t.errors[:len(effectors)], wrist).max() < 1e-3] or tries
@@ -213,7 +247,7 @@ def main(argv=None):
     from models.core.files import write_json
     from models.ik.smplik import load_smplik
 
-    solving = ext("solving")
+    solving, handlers = ext("pose.solving"), ext("pose.handlers")
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.smpl_ik.add_body()
     arm = bpy.context.active_object
@@ -226,11 +260,8 @@ def main(argv=None):
     circle_rows = {name: [] for name in circles}
     for _ in range(args.passes):           # the solvers take turns, so a busy spell hits all of them
         for name, (refine, previous) in circles.items():
-            solving.PREVIOUS_SOLVER = previous
-            try:
-                circle_rows[name].extend(drag(bpy, solving, arm, wrist, args.steps, refine))
-            finally:
-                solving.PREVIOUS_SOLVER = False
+            with PreviousSolver(solving) if previous else nullcontext():
+                circle_rows[name].extend(drag(bpy, handlers, arm, wrist, args.steps, refine))
     for name, rows in circle_rows.items():
         rows = np.array(rows)
         result[name] = {"ms_median": round(float(np.median(rows[:, 0])), 2),
@@ -247,11 +278,8 @@ def main(argv=None):
     runs = {"solver": [], "previous_solver": []}
     for _ in range(args.passes):
         for name, taken in runs.items():
-            solving.PREVIOUS_SOLVER = name == "previous_solver"
-            try:
-                rows, found = path_drag(bpy, solving, arm, effs, targets, contacts)
-            finally:
-                solving.PREVIOUS_SOLVER = False
+            with PreviousSolver(solving) if name == "previous_solver" else nullcontext():
+                rows, found = path_drag(bpy, handlers, arm, effs, targets, contacts)
             taken.append(rows)
             if name == "solver":
                 problems = found
@@ -261,7 +289,7 @@ def main(argv=None):
             row["solve_ms_passes"] = [p[k]["solve_ms"] for p in taken]
             row["ms"], row["solve_ms"] = float(np.median(row["ms_passes"])), float(np.median(row["solve_ms_passes"]))
         runs[name] = taken[0]
-    minima, overflowed = reachable_minima(problems, ext("effectors").rest_joints(arm), load_smplik())
+    minima, overflowed = reachable_minima(problems, ext("com.bridge").rest_joints(arm), load_smplik())
     path = {"steps": args.path_steps, "step_cm": 1.0, "passes": args.passes,
             "direction": "forward and up, 45 degrees, from the T-pose",
             "out_of_reach_steps": [k for k, m in enumerate(minima, 1) if m > 1e-3],

@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from .rotations import kabsch, shortest_arc
-from .skeleton import CHILDREN, MULTI, NUM_JOINTS, PARENT_OR_SELF, PARENTS, SINGLE
+from .skeleton import CHILDREN, MIRROR, MULTI, NUM_JOINTS, PARENT_OR_SELF, PARENTS, SINGLE
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,21 @@ def world_to_local(world, parents=PARENT_OR_SELF):
     local = np.swapaxes(world[..., list(parents), :, :], -1, -2) @ world
     local[..., 0, :, :] = world[..., 0, :, :]
     return local
+
+
+_FLIP_X = np.diag([-1.0, 1.0, 1.0])
+
+
+def mirror_pose(local_rot, trans, rest_pelvis):
+    """The pose with its left and right sides swapped, reflected in the body's own YZ plane
+    (x -> -x): local rotations (..., 24, 3, 3) each joint's mirror joint's, conjugated by the
+    reflection, and the root translation (..., 3) moved so the pelvis, at rest `rest_pelvis`
+    (3,), lands at its reflection. For a body whose rest joints are symmetric, forward
+    kinematics of the result is the reflection of the pose's, each joint where its mirror joint
+    was; twice gives the pose back."""
+    local = _FLIP_X @ np.asarray(local_rot)[..., list(MIRROR), :, :] @ _FLIP_X
+    pelvis = np.asarray(rest_pelvis, dtype=np.float64)
+    return local, (pelvis + np.asarray(trans)) @ _FLIP_X - pelvis
 
 
 def root_rotation(positions, rest):

@@ -44,3 +44,21 @@ def joint_index(name):
         raise SmplIkError(
             f"unknown SMPL joint {name!r}; valid joints: {', '.join(JOINT_NAMES)}"
         ) from None
+
+
+def parents_first(parents):
+    """An order of the joints (indices) in which every joint comes after its parent: a
+    skeleton listed in any order, `parents` (J,) each joint's parent index or -1 for a root.
+    Joints keep their relative order where the tree allows. ValueError naming a joint whose
+    chain of parents never reaches a root (a loop)."""
+    order, placed = [], set()
+    while len(order) < len(parents):
+        added = [j for j, p in enumerate(parents) if j not in placed and (p < 0 or p in placed)]
+        if not added:
+            stuck = next(j for j in range(len(parents)) if j not in placed)
+            raise ValueError(f"joint {stuck}: its parents loop back to it and never reach a root")
+        for j in added:
+            order.append(j)
+            placed.add(j)
+    return order
+

@@ -16,6 +16,7 @@ import numpy as np
 from .bvh import Skeleton
 from ..core.errors import SmplIkError
 from ..core.kinematics import analytic_rotations, forward_kinematics
+from ..core.rotations import nearest_rotation
 from .mapping import JointMapping, build_mapping
 from .retarget import ShapeFit, _chain_fractions, fit_shape, smpl_positions, source_rig
 from ..core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
@@ -131,4 +132,15 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
     return RigFit(mapping=mapping, names=names, shape=shape, to_smpl=rig.to_smpl, unit=rig.unit,
                   unit_name=rig.unit_name, rig_joints=rig_joints, proxy_rest=proxy,
                   rig_pose=rig_pose, mesh_scale=mesh_scale, between=between)
+
+
+def helper_rest(joint_rest, joint_at_rig_pose, bone_rest):
+    """(4, 4) the rest matrix of a helper bone that drives a rig bone from an SMPL proxy: with
+    the proxy in the rig's rest pose (its joint at `joint_at_rig_pose`, (4, 4), where it rests
+    at `joint_rest`, (4, 4)) the helper, parented to the joint, lies exactly on the rig's bone
+    `bone_rest` (4, 4). All three in one frame (the proxy armature's); the bone's rotation is
+    taken without scale or shear (a rig in centimetres, or scaled, still gives a rotation)."""
+    bone = np.array(bone_rest, dtype=np.float64)
+    bone[:3, :3] = nearest_rotation(bone[:3, :3])
+    return joint_rest @ np.linalg.inv(joint_at_rig_pose) @ bone
 

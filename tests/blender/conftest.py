@@ -32,7 +32,7 @@ def ext():
 
 @pytest.fixture
 def bridge(ext):
-    return importlib.import_module(blender_session.MODULE + ".addon.bridge")
+    return importlib.import_module(blender_session.MODULE + ".addon.com.bridge")
 
 
 @pytest.fixture

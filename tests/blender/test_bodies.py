@@ -96,7 +96,7 @@ def test_set_measurements_gives_that_height_and_weight(ext, gender):
     assert abs(height - 1.80) < 0.01, height
     assert abs(weight - 80.0) < 2.0, weight
     # the panel's label says the same
-    body_object = __import__(ext.__name__ + ".addon.body_object", fromlist=["measurements_of"])
+    body_object = __import__(ext.__name__ + ".addon.body.build", fromlist=["measurements_of"])
     now = body_object.measurements_of(arm)
     assert abs(now.height - 1.80) < 0.001 and abs(now.weight - 80.0) < 0.1
     # the mesh's shape keys carry it (the betas), so the feet still stand where they stood

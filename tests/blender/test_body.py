@@ -70,7 +70,7 @@ def test_manifest_validates_and_builds_a_zip_without_training_code(tmp_path):
     (zip_path,) = tmp_path.glob("smpl_ik-*.zip")
     names = zipfile.ZipFile(zip_path).namelist()
     assert "blender_manifest.toml" in names and "__init__.py" in names
-    assert "models/body/open_smpl_neutral.npz" in names and "addon/operators.py" in names
+    assert "models/body/open_smpl_neutral.npz" in names and "addon/pose/operators.py" in names
     assert not any(n.startswith((".venv", "tests/", "scripts/", ".git", "docs/")) for n in names)
     # what runs in Blender and nothing that trains: no torch code, no training records
     assert "models/ik/weights/smplik.npz" in names and "models/ik/weights/ikgat.npz" in names
@@ -124,8 +124,8 @@ def test_missing_photo_packages_message_names_each_zip_as_the_builder_names_it(e
     import build_extension
     import fetch_wheels
 
-    builds = importlib.import_module(blender_session.MODULE + ".addon.builds")
-    photo = importlib.import_module(blender_session.MODULE + ".addon.photo")
+    builds = importlib.import_module(blender_session.MODULE + ".addon.com.builds")
+    photo = importlib.import_module(blender_session.MODULE + ".addon.photo.image")
     assert list(builds.PHOTO_PLATFORMS) == list(fetch_wheels.PLATFORMS)
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()
@@ -307,7 +307,7 @@ def test_user_body_folder_offers_files(ext, bridge, tmp_path):
     (tmp_path / "broken.pkl").write_bytes(b"\x80\x04not a pickle")
     (tmp_path / "notes.txt").write_text("ignored")
     _prefs(ext).body_folder = str(tmp_path)
-    ops = __import__(ext.__name__ + ".addon.operators", fromlist=["_body_items"])
+    ops = __import__(ext.__name__ + ".addon.body.operators", fromlist=["_body_items"])
     items = ops._body_items(None, bpy.context)
     assert [i[1] for i in items] == ["Open body (neutral)", "Open body (female)", "Open body (male)",
                                      "SMPL_MALE.npz", "broken.pkl"]
@@ -335,5 +335,5 @@ def test_unreadable_body_file_leaves_scene_untouched(tmp_path, name, content, me
 
 def test_missing_preferences_folder_lists_only_the_open_body(ext, tmp_path):
     _prefs(ext).body_folder = str(tmp_path / "nowhere")
-    prefs_mod = __import__(ext.__name__ + ".addon.preferences", fromlist=["user_body_files"])
+    prefs_mod = __import__(ext.__name__ + ".addon.com.blender", fromlist=["user_body_files"])
     assert prefs_mod.user_body_files(bpy.context) == []

@@ -13,7 +13,7 @@ from conftest import ROOT
 def test_demo_scene_builds_without_deprecated_calls():
     import demo
 
-    bridge = importlib.import_module(blender_session.MODULE + ".addon.bridge")
+    bridge = importlib.import_module(blender_session.MODULE + ".addon.com.bridge")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         bodies = demo.build_scene(bpy, bridge, (160, 72), 1)

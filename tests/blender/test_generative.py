@@ -31,6 +31,11 @@ def net():
     return importlib.import_module(f"{blender_session.MODULE}.models.ik.smplik").load_smplik()
 
 
+def solve_options(**kwargs):
+    """The add-on's own models.ik.smplik.SolveOptions (its RefineOptions are the add-on's)."""
+    return importlib.import_module(f"{blender_session.MODULE}.models.ik.smplik").SolveOptions(**kwargs)
+
+
 def make_active(obj):
     bpy.context.view_layer.objects.active = obj
 
@@ -42,28 +47,28 @@ def world_joints(arm, names=JOINT_NAMES):
 
 def solution_world(arm, solution, names=JOINT_NAMES):
     """(N, 3) world positions of joints of a core IkSolution posed on this body."""
-    bridge = ext("bridge")
+    bridge = ext("com.bridge")
     world = np.array(arm.matrix_world)
     points = bridge.to_blender(solution.positions[[JOINT_NAMES.index(n) for n in names]])
     return points @ world[:3, :3].T + world[:3, 3]
 
 
 def channels(arm):
-    return ext("bridge").read_channels(arm)
+    return ext("com.bridge").read_channels(arm)
 
 
 def worst_miss(arm):
     """Metres: the largest distance between an enabled position effector and its joint."""
     return max(float(np.linalg.norm(joint_world(arm, o.smpl_ik_effector.joint) - np.array(o.matrix_world.translation)))
-               for o in ext("effectors").effectors_of(arm) if o.smpl_ik_effector.kind == "POSITION")
+               for o in ext("pose.effectors").effectors_of(arm) if o.smpl_ik_effector.kind == "POSITION")
 
 
 def core_problem(arm, dragged=()):
     """(core effectors, rest joints, refine options, pose on screen) as the add-on solves them."""
-    eff = ext("effectors")
-    bridge = ext("bridge")
-    return (eff.core_effectors(arm, eff.effectors_of(arm), dragged), eff.rest_joints(arm),
-            ext("solving").refine_options(arm), bridge.read_pose(arm, bridge.bone_axes(arm)))
+    eff = ext("pose.effectors")
+    bridge = ext("com.bridge")
+    return (eff.core_effectors(arm, eff.effectors_of(arm), dragged), ext("com.bridge").rest_joints(arm),
+            ext("pose.solving").refine_options(arm), bridge.read_pose(arm, bridge.bone_axes(arm)))
 
 
 def reach_in(effs):
@@ -80,8 +85,8 @@ def test_natural_writes_the_flows_natural_pose_and_undo_restores_the_pose(posed)
     reach_in(effs)
     name, before = arm.name, quats(arm)
     effectors_, rest, options, on_screen = core_problem(arm)
-    natural = net().solve(effectors_, rest, options=options, current_pose=on_screen, mode="natural")
-    deterministic = net().solve(effectors_, rest, options=options, current_pose=on_screen)
+    natural = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, mode="natural"))
+    deterministic = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen))
     # the comparison below tells the modes apart: the natural pose is not the network's answer
     assert np.abs(solution_world(arm, natural) - solution_world(arm, deterministic)).max() > 1e-3
     bpy.ops.ed.undo_push(message="before Natural")
@@ -268,13 +273,13 @@ def test_keep_pose_while_dragging_decodes_the_pose_under_the_moved_effector(pose
     assert bpy.ops.smpl_ik.alternative(direction="NEXT") == {"FINISHED"}   # a pose of character
     before = world_joints(arm, FREE)
     on_screen = core_problem(arm)[3]
-    last = ext("live").last[arm.session_uid]
+    last = ext("com.live").last[arm.session_uid]
     wrist = effs["right_wrist"]
     wrist.location += Vector((0.03, -0.03, 0.03))              # a little, within reach
     update()                                                    # the live solve of the drag
     effectors_, rest, options, _ = core_problem(arm, dragged={wrist.name})
-    kept = net().solve(effectors_, rest, options=options, current_pose=on_screen, mode="natural", keep=last)
-    fresh = net().solve(core_problem(arm)[0], rest, options=options, current_pose=on_screen)
+    kept = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, mode="natural", keep=last))
+    fresh = net().solve(core_problem(arm)[0], rest, solve_options(refine=options, current_pose=on_screen))
     assert np.abs(world_joints(arm) - solution_world(arm, kept)).max() < 1e-4   # it kept the last solution
     assert worst_miss(arm) < MET
     moved = np.linalg.norm(world_joints(arm, FREE) - before, axis=1).mean()
@@ -282,7 +287,7 @@ def test_keep_pose_while_dragging_decodes_the_pose_under_the_moved_effector(pose
     assert moved < moved_fresh                                  # the free joints stay nearer where they were
     still = world_joints(arm)
     for _ in range(3):
-        ext("solving").solve_body(arm, dragged={wrist.name})    # the drag's solve, nothing moved
+        ext("pose.solving").solve_body(arm, dragged={wrist.name})    # the drag's solve, nothing moved
         update()
         assert np.abs(world_joints(arm) - still).max() < 1e-4   # the pose stays (to the refinement's stop)
 
@@ -291,7 +296,7 @@ def test_keep_pose_while_dragging_decodes_the_pose_under_the_moved_effector(pose
 def test_keep_pose_takes_the_pose_on_screen_after_an_edit_and_off_warm_starts(posed):
     arm, effs = posed
     reach_in(effs)
-    solving, eff = ext("solving"), ext("effectors")
+    solving, eff = ext("pose.solving"), ext("pose.effectors")
     # an edit the last solve did not make: the wrist turns the hand (its position stays pinned)
     arm.pose.bones["left_wrist"].rotation_quaternion = (0.9, 0.0, 0.0, 0.43)
     arm.smpl_ik.live = False                     # the drag's solve is made here, by hand
@@ -300,8 +305,8 @@ def test_keep_pose_takes_the_pose_on_screen_after_an_edit_and_off_warm_starts(po
     update()
     effectors_, rest, options, on_screen = core_problem(arm, dragged={wrist.name})
     assert solving.kept_pose(arm, on_screen, rest) is on_screen   # not the stale solution
-    kept = net().solve(effectors_, rest, options=options, current_pose=on_screen, mode="natural", keep=on_screen)
-    warm = net().solve(effectors_, rest, options=options, current_pose=on_screen, warm_start=True)
+    kept = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, mode="natural", keep=on_screen))
+    warm = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, warm_start=True))
     # a pose without a latent is kept by its own latent under the moved effectors, which decodes
     # to that very pose at its own place: the refinement then starts where the warm start does
     assert np.abs(solution_world(arm, kept) - solution_world(arm, warm)).max() < 1e-4
@@ -322,14 +327,14 @@ def test_without_generative_weights_a_drag_refines_the_pose_on_screen(posed, mon
     wrist.location += Vector((0.03, -0.03, 0.03))
     update()
     effectors_, rest, options, on_screen = core_problem(arm, dragged={wrist.name})
-    warm = net().solve(effectors_, rest, options=options, current_pose=on_screen, warm_start=True)
-    fresh = net().solve(effectors_, rest, options=options, current_pose=on_screen)
+    warm = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, warm_start=True))
+    fresh = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen))
     assert np.abs(solution_world(arm, warm) - solution_world(arm, fresh)).max() > 1e-4   # the two tell apart
     arm.smpl_ik.live = True
     wrist.location.z += 1e-3                     # a live drag step, Keep Pose on but no flow to keep with
     update()
     effectors_ = core_problem(arm, dragged={wrist.name})[0]
-    warm = net().solve(effectors_, rest, options=options, current_pose=on_screen, warm_start=True)
+    warm = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, warm_start=True))
     assert np.abs(world_joints(arm) - solution_world(arm, warm)).max() < 1e-4
     assert worst_miss(arm) < MET
 
@@ -356,9 +361,9 @@ def free_joint_jump(joints):
 def followed(arm, frames, smoothness):
     """(frames, 24, 3) world joints of the core's PathFollower over the animated effectors."""
     path = importlib.import_module(f"{blender_session.MODULE}.models.ik.path")
-    eff = ext("effectors")
-    follower = path.PathFollower(net(), eff.rest_joints(arm), smoothness=smoothness,
-                                 options=ext("solving").refine_options(arm))
+    eff = ext("pose.effectors")
+    follower = path.PathFollower(net(), ext("com.bridge").rest_joints(arm), smoothness=smoothness,
+                                 options=ext("pose.solving").refine_options(arm))
     out = []
     for frame in frames:
         bpy.context.scene.frame_set(frame)

@@ -257,7 +257,7 @@ def test_onto_the_active_body(tmp_path):
     arm.location = (3.0, 0.0, 0.0)
     arm.smpl_ik.betas[0] = 1.0           # the file has no betas: the body keeps its shape
     where = tuple(arm.location)
-    importlib.import_module(blender_session.MODULE + ".addon.solving").keyframe_pose(arm, 1)
+    importlib.import_module(blender_session.MODULE + ".addon.motion.keys").keyframe_pose(arm, 1)
     previous = arm.animation_data.action
     before = data_counts()
     assert imported(tmp_path / "again.npz", target="ACTIVE", floor="OFF") == arm
@@ -299,7 +299,7 @@ def test_export_then_import_gives_the_file_back(tmp_path, retargeted, up):
 
 def test_export_of_hand_keyed_poses_includes_the_frames_between_keys(tmp_path):
     """Sparse keys (Bezier) are exported as Blender plays them, frame by frame."""
-    solving = importlib.import_module(blender_session.MODULE + ".addon.solving")
+    keys_module = importlib.import_module(blender_session.MODULE + ".addon.motion.keys")
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
     rng = np.random.default_rng(15)
@@ -307,7 +307,7 @@ def test_export_of_hand_keyed_poses_includes_the_frames_between_keys(tmp_path):
         for name in ("left_elbow", "spine2", "pelvis"):
             arm.pose.bones[name].rotation_quaternion = Rotation.from_rotvec(rng.normal(scale=0.5, size=3)).as_quat()[[3, 0, 1, 2]]
         arm.pose.bones["pelvis"].location = rng.normal(scale=0.1, size=3)
-        solving.keyframe_pose(arm, frame)
+        keys_module.keyframe_pose(arm, frame)
     shown = [bones_as_smpl(arm, f) for f in range(1, 12)]
     out = tmp_path / "keyed.npz"
     assert bpy.ops.smpl_ik.export_motion(filepath=str(out), frame_start=1, frame_end=11, up_axis="Y") == {"FINISHED"}
@@ -322,10 +322,10 @@ def test_export_of_hand_keyed_poses_includes_the_frames_between_keys(tmp_path):
 def test_export_with_a_constraint_writes_what_blender_shows(tmp_path):
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
-    solving = importlib.import_module(blender_session.MODULE + ".addon.solving")
+    keys_module = importlib.import_module(blender_session.MODULE + ".addon.motion.keys")
     for frame, angle in ((1, 0.2), (5, 1.2)):
         arm.pose.bones["left_elbow"].rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
-        solving.keyframe_pose(arm, frame)
+        keys_module.keyframe_pose(arm, frame)
     limit = arm.pose.bones["left_elbow"].constraints.new("LIMIT_ROTATION")
     limit.use_limit_z, limit.min_z, limit.max_z, limit.owner_space = True, -0.5, 0.5, "LOCAL"
     shown = [bones_as_smpl(arm, f)[0] for f in range(1, 6)]
@@ -622,7 +622,7 @@ def test_a_failure_while_placing_on_the_floor_leaves_nothing_behind(tmp_path, ex
         assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
         arm = bpy.context.active_object
         where = np.array(arm.location)
-    motion_io = importlib.import_module(ext.__name__ + ".addon.motion_io")
+    motion_io = importlib.import_module(ext.__name__ + ".addon.motion.importer")
 
     def fails(*args, **kwargs):
         raise motion_io.SmplIkError("the floor could not be measured")

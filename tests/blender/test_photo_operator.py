@@ -36,11 +36,11 @@ def test_photo_pose_points_limbs_the_way_the_detector_does():
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
     assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg")) == {"FINISHED"}
-    rgb, image = addon("photo").load_rgb(str(IMAGES / "bus.jpg"))
+    rgb, image = addon("photo.image").load_rgb(str(IMAGES / "bus.jpg"))
     bpy.data.images.remove(image)
     largest = detect_people(rgb)[0]
     seen, confident = smpl_targets(largest)
-    _, posed = addon("effectors").posed_joints(arm)
+    _, posed = addon("pose.effectors").posed_joints(arm)
     checked = 0
     for a, b in LIMBS:
         ia, ib = JOINT_INDEX[a], JOINT_INDEX[b]
@@ -67,9 +67,9 @@ def bone_angles(arm, detection):
     (bridge.read_pose) and posed with the core's forward kinematics."""
     from models.photo.fit import smpl_targets
 
-    bridge = addon("bridge")
+    bridge = addon("com.bridge")
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
-    posed = forward_kinematics(local, addon("effectors").rest_joints(arm), PARENTS, trans).positions
+    posed = forward_kinematics(local, addon("com.bridge").rest_joints(arm), PARENTS, trans).positions
     seen, confident = smpl_targets(detection)
     out = {}
     for j in range(1, len(PARENTS)):
@@ -89,7 +89,7 @@ def test_choosing_the_second_person_poses_that_persons_limbs():
     person's. Bounds: 5 and 20 degrees, and over 30 from the largest person."""
     from models.photo.detect import detect_people
 
-    rgb, image = addon("photo").load_rgb(str(IMAGES / "bus.jpg"))
+    rgb, image = addon("photo.image").load_rgb(str(IMAGES / "bus.jpg"))
     bpy.data.images.remove(image)
     first, second = detect_people(rgb)[:2]
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
@@ -125,7 +125,7 @@ def test_the_photo_stands_upright_behind_the_body_with_the_person_over_it():
     bpy.context.view_layer.update()
     assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), effectors=False) == {"FINISHED"}
     (ref,) = [o for o in bpy.data.objects if o.type == "EMPTY" and o.empty_display_type == "IMAGE"]
-    rgb, image = addon("photo").load_rgb(str(IMAGES / "bus.jpg"))
+    rgb, image = addon("photo.image").load_rgb(str(IMAGES / "bus.jpg"))
     bpy.data.images.remove(image)
     x0, y0, x1, y1 = detect_people(rgb)[0].bbox
     height, width = rgb.shape[:2]
@@ -176,7 +176,7 @@ def test_no_file_given_says_so(tmp_path, monkeypatch):
 
 @needs_images
 def test_photo_options_choose_what_is_added_besides_the_pose():
-    photo = addon("photo")
+    photo = addon("photo.image")
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
     bare = photo.PhotoOptions(str(IMAGES / "camera.png"), show_photo=False, add_effectors=False)

@@ -41,9 +41,9 @@ _contacts = load_body_model(None).foot_contacts(np.zeros(10))
 
 def contact_heights(arm):
     """World Z (6,) of both feet's heel, ball and toe points in the pose on screen."""
-    bridge = ext("bridge")
+    bridge = ext("com.bridge")
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
-    fk = forward_kinematics(local, ext("effectors").rest_joints(arm), PARENTS, trans)
+    fk = forward_kinematics(local, ext("com.bridge").rest_joints(arm), PARENTS, trans)
     world = np.array(arm.matrix_world)
     return (bridge.to_blender(_contacts.positions(fk)) @ world[:3, :3].T + world[:3, 3])[:, 2]
 

@@ -8,7 +8,7 @@ from mathutils import Vector
 
 from models.core.kinematics import forward_kinematics
 from models.core.skeleton import JOINT_NAMES, PARENTS
-from models.ik.smplik import load_smplik
+from models.ik.smplik import SolveOptions, load_smplik
 
 import blender_session
 from scene import effectors, joint_world, quats, update
@@ -20,11 +20,11 @@ def add_body():
 
 
 def ext_effectors():
-    return importlib.import_module(blender_session.MODULE + ".addon.effectors")
+    return importlib.import_module(blender_session.MODULE + ".addon.pose.effectors")
 
 
 def ext_bridge():
-    return importlib.import_module(blender_session.MODULE + ".addon.bridge")
+    return importlib.import_module(blender_session.MODULE + ".addon.com.bridge")
 
 
 def make_active(obj):
@@ -98,7 +98,7 @@ def test_live_off_and_raw_network_toggle(posed):
     make_active(arm)
     assert bpy.ops.smpl_ik.solve() == {"FINISHED"}
     raw = load_smplik().solve(ext_effectors().core_effectors(arm, ext_effectors().effectors_of(arm)),
-                              ext_effectors().rest_joints(arm), refine=False)
+                              ext_bridge().rest_joints(arm), SolveOptions(refine=None))
     local, _ = ext_bridge().read_pose(arm, ext_bridge().bone_axes(arm))
     assert np.allclose(local, raw.local_rot, atol=1e-5)
 
@@ -166,7 +166,7 @@ def test_mirror_and_reset(posed):
     flip = np.array([-1.0, 1.0, 1.0])
     mirror = [JOINT_NAMES.index(n.replace("left", "right") if "left" in n else n.replace("right", "left"))
               for n in JOINT_NAMES]
-    rest = eff_mod.rest_joints(arm)
+    rest = ext_bridge().rest_joints(arm)
     # the open body is symmetric to a few mm: positions mirror through the body's own plane
     assert np.abs(after - (before * flip)[mirror]).max() < 0.01
     for j, obj in effs.items():  # effectors moved with their joints
@@ -188,7 +188,7 @@ def test_effectors_moved_by_a_pose_edit_start_no_solve(posed):
     arm, effs = posed
     effs["left_wrist"].location += Vector((-0.1, -0.15, 0.1))
     update()
-    solving = importlib.import_module(blender_session.MODULE + ".addon.solving")
+    solving = importlib.import_module(blender_session.MODULE + ".addon.pose.edits")
     solving.mirror_pose(arm)     # as the operators do, without the update an operator ends with
     update()
     solving.reset_pose(arm)
@@ -310,7 +310,7 @@ def test_solved_pose_matches_forward_kinematics_of_the_core(posed):
     update()
     bridge, eff_mod = ext_bridge(), ext_effectors()
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
-    pos = forward_kinematics(local, eff_mod.rest_joints(arm), PARENTS, trans).positions
+    pos = forward_kinematics(local, ext_bridge().rest_joints(arm), PARENTS, trans).positions
     world = np.array(arm.matrix_world)
     blender = bridge.to_blender(pos) @ world[:3, :3].T + world[:3, 3]
     for j, name in enumerate(JOINT_NAMES):

@@ -210,7 +210,7 @@ def test_transfer_keys_the_controls_into_a_new_action_that_survives_removing_the
 
 
 def test_a_failed_transfer_keys_nothing(rigify_file, bridge, monkeypatch):
-    rig_module = importlib.import_module(blender_session.MODULE + ".addon.rig")
+    rig_module = importlib.import_module(blender_session.MODULE + ".addon.rig.transfer")
     rig = open_rig(rigify_file)
     imported = imported_action(rig)
     before = keys(imported)

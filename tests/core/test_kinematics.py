@@ -60,3 +60,42 @@ def test_joint_names():
 
     with pytest.raises(SmplIkError, match="unknown SMPL joint 'left_wirst'"):
         joint_index("left_wirst")
+
+
+def test_mirror_pose_reflects_every_joint_onto_its_mirror_joint(open_body, rng):
+    from models.core.kinematics import mirror_pose
+    from models.core.skeleton import MIRROR
+
+    rest = open_body.rest_joints(np.zeros(10))
+    assert np.abs(rest[list(MIRROR)] * [-1, 1, 1] - rest).max() < 1e-3   # the open body is symmetric
+    rest = 0.5 * (rest + rest[list(MIRROR)] * [-1, 1, 1])                 # exactly so, for the check
+    local = axis_angle_to_matrix(rng.normal(scale=0.5, size=(3, NUM_JOINTS, 3)))
+    trans = rng.normal(scale=0.3, size=(3, 3))
+    m_local, m_trans = mirror_pose(local, trans, rest[0])
+    before = forward_kinematics(local, rest, PARENTS, trans)
+    after = forward_kinematics(m_local, rest, PARENTS, m_trans)
+    flip = np.diag([-1.0, 1.0, 1.0])
+    # each joint lands where its mirror joint was, reflected in x, and turns the mirrored way
+    assert np.abs(after.positions - before.positions[:, list(MIRROR)] @ flip).max() < 1e-9
+    assert np.abs(after.rotations - flip @ before.rotations[:, list(MIRROR)] @ flip).max() < 1e-9
+    assert np.abs(after.positions - before.positions).max() > 0.05        # a real change, not the pose back
+    again = mirror_pose(m_local, m_trans, rest[0])
+    assert np.allclose(again[0], local, atol=1e-12) and np.allclose(again[1], trans, atol=1e-12)
+
+
+def test_parents_first_orders_any_listing_and_names_a_loop():
+    import pytest
+
+    from models.core.skeleton import parents_first
+
+    parents = [3, -1, 1, 2, 0]   # listed out of order: the root second, bone 0 under bone 3
+    order = parents_first(parents)
+    assert order == [1, 2, 3, 0, 4]
+    assert sorted(order) == list(range(5))
+    seen = set()
+    for j in order:
+        assert parents[j] < 0 or parents[j] in seen, (j, order)
+        seen.add(j)
+    assert parents_first(list(PARENTS)) == list(range(NUM_JOINTS))   # already in order: kept
+    with pytest.raises(ValueError, match="joint 1"):
+        parents_first([-1, 2, 1])

@@ -77,25 +77,86 @@ def test_runtime_never_imports_torch_or_the_training_package():
                     assert "training" not in name.split("."), f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
 
 
+ADDON = ROOT / "addon"
+# addon/ packages in layers: each imports only from packages before it (and itself); the shared
+# helpers at the bottom, the panels and preferences on top.
+ADDON_LAYERS = ("com", "body", "motion", "pose", "rig", "photo", "ui")
+
+
+def addon_module(path):
+    """'pose.solving' for addon/pose/solving.py, 'pose' for addon/pose/__init__.py."""
+    parts = path.relative_to(ADDON).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def addon_imports(path):
+    """(node, addon module imported) for every relative import inside addon/ in `path`."""
+    here = addon_module(path).split(".") if addon_module(path) else []
+    package = here if path.name == "__init__.py" else here[:-1]
+    for node, module in imports_of(path):
+        if not module.startswith("."):
+            continue
+        level = len(module) - len(module.lstrip("."))
+        if level > len(package) + 1:
+            continue   # climbs out of addon/ (to ../models)
+        base = package[:len(package) - (level - 1)]
+        name = module.lstrip(".")
+        targets = [".".join(base + name.split("."))] if name else []
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:   # `from . import bridge` imports a module
+                candidate = ".".join(base + (name.split(".") if name else []) + [alias.name])
+                if (ADDON / candidate.replace(".", "/")).with_suffix(".py").is_file() or \
+                        (ADDON / candidate.replace(".", "/") / "__init__.py").is_file():
+                    targets.append(candidate)
+        for target in targets:
+            yield node, target
+
+
+def test_addon_is_one_package_per_feature_in_layers():
+    loose = sorted(p.name for p in ADDON.iterdir() if p.is_file() and p.suffix == ".py" and p.name != "__init__.py")
+    assert not loose, f"addon/ should hold only its __init__.py and feature packages; found {loose}"
+    found = sorted(p.name for p in ADDON.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert found == sorted(ADDON_LAYERS), f"addon/ packages {found} differ from the layers {ADDON_LAYERS}"
+    for path in ADDON.rglob("*.py"):
+        here = addon_module(path).split(".")[0] if path.parent != ADDON else None
+        for node, target in addon_imports(path):
+            other = target.split(".")[0]
+            if here is None or not target:
+                continue
+            assert ADDON_LAYERS.index(other) <= ADDON_LAYERS.index(here), \
+                f"{path.relative_to(ROOT)}:{node.lineno}: addon/{here} imports addon/{other}, which sits above it"
+
+
 def test_addon_imports_core_relatively_and_has_no_cycles():
     graph = {}
-    for path in (ROOT / "addon").rglob("*.py"):
-        graph[path.stem] = set()
+    for path in ADDON.rglob("*.py"):
+        name = addon_module(path)
+        graph.setdefault(name, set())
         for node, module in imports_of(path):
             top = module.split(".")[0]
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
             assert top not in {"models", "torch", "scipy", "smplx"}, \
-                f"{path.name}:{node.lineno} imports {module} (Blender ships numpy only; use ..models)"
-            assert "training" not in module.split("."), f"{path.name}:{node.lineno} imports the training package"
-            if module == ".":
-                graph[path.stem] |= {a.name for a in node.names}
-            elif module.startswith(".") and not module.startswith(".."):
-                graph[path.stem].add(module[1:].split(".")[0])
+                f"{where} imports {module} (Blender ships numpy only; use the relative ...models)"
+            assert "training" not in module.split("."), f"{where} imports the training package"
+        graph[name] |= {t for _, t in addon_imports(path) if t != name}
 
     def reaches(start, goal, seen=()):
         return any(n == goal or (n not in seen and reaches(n, goal, seen + (n,))) for n in graph.get(start, ()))
 
-    cycles = sorted(m for m in graph if m != "__init__" and reaches(m, m))
+    # a package's __init__ imports its own modules to register them: not a cycle of concerns
+    modules = [m for m in graph if m and (ADDON / m.replace(".", "/")).with_suffix(".py").is_file()]
+    for m in graph:
+        graph[m] = {t for t in graph[m] if t in modules}
+    cycles = sorted(m for m in modules if reaches(m, m))
     assert not cycles, f"addon modules import each other in a circle: {cycles}"
+
+
+def test_addon_layout_test_sees_imports():
+    """The two tests above would pass on an import graph they failed to read: check they read
+    a known arrow of each kind."""
+    edges = {t for _, t in addon_imports(ADDON / "pose" / "solving.py")}
+    assert {"com.bridge", "com.live", "pose.effectors"} <= edges, edges
+    assert "com.bridge" in {t for _, t in addon_imports(ADDON / "pose" / "edits.py")}
 
 
 def version_tuple(text):

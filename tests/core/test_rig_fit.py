@@ -88,3 +88,26 @@ def test_a_rig_resting_in_neither_t_nor_a_pose_fits_the_same_body(open_body, rng
     assert np.abs(bent_fit.proxy_rest - t_fit.proxy_rest).max() < 1e-6   # the same T-pose proxy
     # the rig fits at its size: no rescaling of the body needed
     assert bent_fit.mesh_scale == pytest.approx(1.0, abs=0.03)
+
+
+def test_helper_rest_puts_the_helper_on_the_rig_bone_in_the_rig_pose(rng):
+    """With its joint moved from rest to the rig's pose, a helper parented to the joint must lie
+    on the rig's bone (rotation and head); a bone matrix carrying a rig's scale still gives a
+    rotation."""
+    from models.core.rotations import axis_angle_to_matrix
+    from models.motion.rig_fit import helper_rest
+
+    def matrix(rot, at):
+        m = np.eye(4)
+        m[:3, :3], m[:3, 3] = rot, at
+        return m
+
+    joint_rest = matrix(axis_angle_to_matrix(rng.normal(size=3)), rng.normal(size=3))
+    joint_posed = matrix(axis_angle_to_matrix(rng.normal(size=3)), rng.normal(size=3))
+    bone_rot = axis_angle_to_matrix(rng.normal(size=3))
+    bone = matrix(bone_rot * 100.0, rng.normal(size=3))     # a centimetre rig's matrix_local
+    helper = helper_rest(joint_rest, joint_posed, bone)
+    assert np.allclose(helper[:3, :3].T @ helper[:3, :3], np.eye(3), atol=1e-12)
+    posed_helper = joint_posed @ np.linalg.inv(joint_rest) @ helper   # the helper follows its joint
+    assert np.allclose(posed_helper[:3, :3], bone_rot, atol=1e-12)
+    assert np.allclose(posed_helper[:3, 3], bone[:3, 3], atol=1e-12)

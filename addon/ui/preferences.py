@@ -4,18 +4,7 @@ from pathlib import Path
 import bpy
 from bpy.props import StringProperty
 
-from .common import PACKAGE, preferences
-
-BODY_SUFFIXES = (".npz", ".pkl")
-
-
-def user_body_files(context):
-    """Sorted SMPL-family candidate files in the preferences' folder ([] when unset)."""
-    prefs = preferences(context)
-    folder = bpy.path.abspath(prefs.body_folder) if prefs and prefs.body_folder else ""
-    if not folder or not Path(folder).is_dir():
-        return []
-    return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in BODY_SUFFIXES and p.is_file())
+from ..com.blender import PACKAGE, user_body_files
 
 
 class SmplIkPreferences(bpy.types.AddonPreferences):

@@ -8,38 +8,52 @@ so that this floor point stays where it was in the world (the feet stay on the f
 axes never change, so the pose bones' rotations keep meaning the same SMPL pose.
 """
 import contextlib
+import math
 
 import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..models.body.measure import BETA_LIMIT, measure
-from ..models.body.model import NUM_BETAS, load_body_model, open_body_path
-from ..models.core.errors import SmplIkError
-from ..models.core.skeleton import JOINT_NAMES, PARENTS
-from . import bridge
+from ...models.body.measure import BETA_LIMIT, measure
+from ...models.body.model import NUM_BETAS, load_body_model, open_body_name, open_body_path
+from ...models.core.errors import SmplIkError
+from ...models.core.skeleton import JOINT_NAMES, PARENTS
+from ..com import bridge
 
 SHAPE_KEY_PREFIX = "beta_"
 SHAPE_KEY_RANGE = BETA_LIMIT   # 10: the range measure.fit_measurements keeps betas in
-
-
-def is_body(obj):
-    return obj is not None and obj.type == "ARMATURE" and obj.smpl_ik.is_body
-
-
-def body_of(obj):
-    """The SMPL-IK armature for an object: itself, or the armature parenting its mesh."""
-    if is_body(obj):
-        return obj
-    if obj is not None and is_body(obj.parent):
-        return obj.parent
-    return None
 
 
 def body_model_of(arm_obj):
     """The BodyModel of a body: its file, or (no file) the open body of its gender."""
     props = arm_obj.smpl_ik
     return load_body_model(props.body_path or open_body_path(props.gender or "neutral"))
+
+
+def open_body_name_of(arm_obj, body):
+    """models.body.model.open_body_name of a body object (its file path resolved as Blender
+    resolves relative paths) with its BodyModel `body`: the open body's name, or None for a
+    user's file."""
+    path = arm_obj.smpl_ik.body_path
+    return open_body_name(bpy.path.abspath(path) if path else None, body.gender)
+
+
+def _world_matrix(arm):
+    """(4, 4) the armature's world matrix, current even before the scene is evaluated when
+    nothing parents or constrains the object (its own location, rotation and scale)."""
+    current = arm.parent is None and not len(arm.constraints)
+    return bridge.matrix_array(arm.matrix_basis if current else arm.matrix_world)
+
+
+def body_floor(arm):
+    """(height, tilt) of a body's floor, its Floor Height (world Z, metres): the height along
+    SMPL's up axis in the armature's space, and the angle (radians) between the world's up and
+    the body's (bridge.floor_in_body). SmplIkError for a floor height that is not a number."""
+    height = arm.smpl_ik.floor_height
+    if not math.isfinite(height):
+        raise SmplIkError(f"{arm.name}: its Floor Height is {height:g}, not a number of metres; set it on the "
+                          "Body panel")
+    return bridge.floor_in_body(_world_matrix(arm), height)
 
 
 _measured = {}

@@ -13,12 +13,12 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..models.core.errors import SmplIkError
-from ..models.core.skeleton import JOINT_INDEX
-from . import bridge
-from .builds import PHOTO_PLATFORMS, zip_name
-from .effectors import create_effector, effectors_of, pin, rest_joints
-from .solving import keyframe_pose
+from ...models.core.errors import SmplIkError
+from ...models.core.skeleton import JOINT_INDEX
+from ..com import bridge
+from ..com.builds import PHOTO_PLATFORMS, zip_name
+from ..motion.keys import keyframe_pose, pose_is_keyed
+from ..pose.effectors import create_effector, effectors_of, pin
 
 # Joints that get an effector when the photo showed them.
 EFFECTOR_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle",
@@ -57,21 +57,6 @@ class PhotoResult:
     keyed_frame: int | None = None
 
 
-def pose_is_keyed(arm):
-    """Whether the body's action has keys on its pose bones (then it, not the bones, decides
-    the pose whenever the frame changes)."""
-    anim = arm.animation_data
-    action = anim.action if anim is not None else None
-    if action is None:
-        return False
-    fcurves = getattr(action, "fcurves", None)   # Blender before 5.0
-    if fcurves is None:
-        from bpy_extras import anim_utils
-        bag = anim_utils.action_get_channelbag_for_slot(action, anim.action_slot)
-        fcurves = bag.fcurves if bag is not None else ()
-    return any(fc.data_path.startswith("pose.bones[") and len(fc.keyframe_points) for fc in fcurves)
-
-
 def detector_available():
     return importlib.util.find_spec("mediapipe") is not None
 
@@ -108,7 +93,7 @@ def _reference_empty(context, arm, image, detection, rgb_shape):
     """An image Empty behind the body, scaled so the person is about the body's height."""
     height_px, width_px = rgb_shape[:2]
     x0, y0, x1, y1 = detection.bbox
-    low, high = bridge.up_extent(rest_joints(arm))
+    low, high = bridge.up_extent(bridge.rest_joints(arm))
     body_height = high - low + 0.25   # joints span less than the body
     metres_per_px = body_height / max(y1 - y0, 1.0)
     obj = bpy.data.objects.new(f"{arm.name} photo", None)
@@ -135,8 +120,8 @@ def pose_from_image(context, arm, options):
 
     Raises SmplIkError before changing anything when the photo cannot be read, nobody is
     found or too little of the person is visible."""
-    from ..models.photo.detect import detect_people
-    from ..models.photo.fit import pose_from_detection
+    from ...models.photo.detect import detect_people
+    from ...models.photo.fit import pose_from_detection
 
     if not detector_available():
         raise SmplIkError(MISSING)
@@ -154,7 +139,7 @@ def pose_from_image(context, arm, options):
             found = "only 1 person" if len(people) == 1 else \
                 f"only {len(people)} people; choose a person from 1 to {len(people)}"
             raise SmplIkError(f"{name}: asked for person {options.person} (largest first) but found {found}")
-        solved = pose_from_detection(people[index], rest_joints(arm), options.min_visibility)
+        solved = pose_from_detection(people[index], bridge.rest_joints(arm), options.min_visibility)
     except Exception:
         bpy.data.images.remove(image)
         raise

@@ -9,10 +9,10 @@ from bpy.props import (
     StringProperty,
 )
 
-from ..models.body.model import NUM_BETAS
-from ..models.ik.flow import DEFAULT_TEMPERATURE
-from ..models.core.errors import SmplIkError
-from .body_object import SHAPE_KEY_RANGE, apply_shape
+from ...models.body.model import NUM_BETAS
+from ...models.ik.flow import DEFAULT_TEMPERATURE
+from ...models.core.errors import SmplIkError
+from .build import SHAPE_KEY_RANGE, apply_shape
 
 _updating = False  # apply_shape writes betas back on refusal; that must not recurse
 

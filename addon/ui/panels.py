@@ -1,11 +1,12 @@
 """The sidebar tab "SMPL-IK" in the 3D viewport, and the pose-mode shortcut for effectors."""
 import bpy
 
-from ..models.core.errors import SmplIkError
-from . import live, photo
-from .body_object import body_of, is_body, measurements_of
-from .effectors import effectors_of, is_effector
-from .rig import is_custom_rig
+from ...models.core.errors import SmplIkError
+from ..body.build import measurements_of
+from ..com import live
+from ..com.objects import body_of, is_body, is_custom_rig, is_effector
+from ..photo.image import detector_available
+from ..pose.effectors import effectors_of
 
 
 class SidebarPanel:
@@ -28,7 +29,7 @@ class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
         if not _has_detector():
             layout.label(text="Pose from Photo needs this extension's platform build", icon="INFO")
         arm = body_of(context.active_object)
-        row = layout.row(align=True)   # AMASS-style motion in and out (addon/motion_io.py)
+        row = layout.row(align=True)   # AMASS-style motion in and out (addon/motion)
         row.operator("smpl_ik.import_motion", text="Import Motion", icon="IMPORT")
         sub = row.row(align=True)
         sub.enabled = arm is not None
@@ -147,7 +148,7 @@ _detector = []
 
 def _has_detector():
     if not _detector:  # looked up once: a package search on every redraw would be wasteful
-        _detector.append(photo.detector_available())
+        _detector.append(detector_available())
     return _detector[0]
 
 

@@ -6,8 +6,8 @@ foreach_get / foreach_set. Nothing else in the add-on converts.
 """
 import numpy as np
 
-from ..models.core.rotations import matrix_to_quat_wxyz, quat_wxyz_multiply, quat_wxyz_to_matrix
-from ..models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+from ...models.core.rotations import matrix_to_quat_wxyz, nearest_rotation, quat_wxyz_multiply, quat_wxyz_to_matrix
+from ...models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 
 # Blender from SMPL: +90 degrees about X (SMPL's up Y becomes Z, its front +Z becomes -Y).
 BLENDER_FROM_SMPL = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
@@ -232,6 +232,11 @@ def bone_heads(arm_obj):
     return np.array([arm_obj.data.bones[name].head_local[:] for name in JOINT_NAMES])
 
 
+def rest_joints(arm_obj):
+    """(24, 3) an SMPL-IK body's rest joints in SMPL's frame (its bones' heads), metres."""
+    return from_blender(bone_heads(arm_obj))
+
+
 def bone_axes(arm_obj):
     """(24, 3, 3) the bones' actual rest axes (columns X, Y, Z) in armature space."""
     return np.array([np.array(arm_obj.data.bones[name].matrix_local)[:3, :3] for name in JOINT_NAMES])
@@ -263,13 +268,6 @@ def matrix_array(matrix):
     return np.array(matrix, dtype=np.float64)
 
 
-def orthonormal(rot):
-    """The rotation nearest to a 3x3 matrix (drops an object's scale and shear)."""
-    u, _, vt = np.linalg.svd(rot)
-    r = u @ vt
-    return r if np.linalg.det(r) > 0 else u @ np.diag([1.0, 1.0, -1.0]) @ vt
-
-
 def effector_target(kind, matrix, axes):
     """What an effector object asks for, in SMPL's body frame.
 
@@ -278,7 +276,7 @@ def effector_target(kind, matrix, axes):
     POSITION and LOOK_AT -> (3,) point.
     """
     if kind == "ROTATION":
-        return BLENDER_FROM_SMPL.T @ orthonormal(matrix[:3, :3]) @ axes.T @ BLENDER_FROM_SMPL
+        return BLENDER_FROM_SMPL.T @ nearest_rotation(matrix[:3, :3]) @ axes.T @ BLENDER_FROM_SMPL
     return from_blender(matrix[:3, 3])
 
 

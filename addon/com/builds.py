@@ -7,7 +7,7 @@ from pathlib import Path
 
 # Blender's platform names, as a manifest's `platforms` lists them.
 PHOTO_PLATFORMS = ("linux-x64", "windows-x64", "macos-arm64")
-MANIFEST = Path(__file__).resolve().parents[1] / "blender_manifest.toml"
+MANIFEST = Path(__file__).resolve().parents[2] / "blender_manifest.toml"
 
 
 def zip_name(platform=None, manifest=MANIFEST):

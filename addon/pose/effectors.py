@@ -11,12 +11,12 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
 from mathutils import Matrix
 
-from ..models.core.errors import SmplIkError
-from ..models.core.kinematics import forward_kinematics
-from ..models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
-from ..models.ik.effectors import Effector, EffectorKind
-from . import bridge, live
-from .body_object import is_body
+from ...models.core.errors import SmplIkError
+from ...models.core.kinematics import forward_kinematics
+from ...models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from ...models.ik.effectors import Effector, EffectorKind
+from ..com import bridge, live
+from ..com.objects import is_body, is_effector
 
 _KIND_HELP = {EffectorKind.POSITION: "Pin where the joint is",
               EffectorKind.ROTATION: "Pin how the joint is turned (the Empty's axes are the bone's)",
@@ -67,10 +67,6 @@ class SmplIkEffectorProperties(bpy.types.PropertyGroup):
                                                "end from its target before the body's status reports it")
 
 
-def is_effector(obj):
-    return obj is not None and obj.type == "EMPTY" and obj.smpl_ik_effector.is_effector
-
-
 def effectors_of(arm, enabled_only=True):
     """The effector objects of a body in the current file (scene-linked or not), by name."""
     return sorted((o for o in bpy.data.objects if is_effector(o) and o.smpl_ik_effector.body == arm
@@ -83,13 +79,8 @@ def posed_joints(arm):
     armature space (metres of the body)."""
     axes = bridge.bone_axes(arm)
     local, trans = bridge.read_pose(arm, axes)
-    fk = forward_kinematics(local, rest_joints(arm), PARENTS, trans)
+    fk = forward_kinematics(local, bridge.rest_joints(arm), PARENTS, trans)
     return fk.rotations, fk.positions
-
-
-def rest_joints(arm):
-    """(24, 3) the body's rest joints in SMPL's frame (its bones' heads)."""
-    return bridge.from_blender(bridge.bone_heads(arm))
 
 
 def tolerance_of(obj):
@@ -106,11 +97,10 @@ def tolerance_of(obj):
     return value * scale
 
 
-def core_effectors(arm, objs, dragged=(), give_way=(), all_hard=False):
+def core_effectors(arm, objs, dragged=(), give_way=()):
     """models.ik.effectors.Effector list (SMPL frame, armature space) for effector objects.
     The add-on's kind identifiers are EffectorKind's member names. Soft: the effectors set
-    to Soft and those named in `dragged` (being moved now), with their tolerance; all_hard
-    makes every one a pin. Those named in `give_way` give way first when the pins cannot all
+    to Soft and those named in `dragged` (being moved now), with their tolerance. Those named in `give_way` give way first when the pins cannot all
     be held (Effector.give_way_first). SmplIkError for a bad tolerance."""
     to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
     axes = bridge.bone_axes(arm)
@@ -119,7 +109,7 @@ def core_effectors(arm, objs, dragged=(), give_way=(), all_hard=False):
         props = obj.smpl_ik_effector
         j = JOINT_INDEX[props.joint]
         target = bridge.effector_target(props.kind, to_arm @ bridge.matrix_array(obj.matrix_world), axes[j])
-        soft = not all_hard and (props.priority == "SOFT" or obj.name in dragged)
+        soft = props.priority == "SOFT" or obj.name in dragged
         out.append(Effector(props.joint, EffectorKind[props.kind], tuple(map(tuple, target)) if target.ndim == 2
                             else tuple(target), axis=bridge.LOOK_AXES[props.axis], weight=props.weight,
                             soft=soft, tolerance=tolerance_of(obj), give_way_first=obj.name in give_way))

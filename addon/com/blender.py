@@ -1,0 +1,129 @@
+"""The idioms every feature of the bpy layer shares, one copy each: the extension's package
+name and preferences, registering modules in order, making one object the selection, leaving
+edit and pose mode, removing what a failed step made, the F-curves of an action across
+Blender 4.2-5.0 (with and without slotted actions), and the progress bar."""
+import contextlib
+from pathlib import Path
+
+import bpy
+
+# Extensions load as bl_ext.<repo>.<id>; this module is <that>.addon.com.blender.
+PACKAGE = __package__.rsplit(".", 2)[0]
+BODY_SUFFIXES = (".npz", ".pkl")
+
+
+def register_modules_factory(modules):
+    """(register, unregister) that register `modules` in order and unregister them in reverse."""
+    def register():
+        for module in modules:
+            module.register()
+
+    def unregister():
+        for module in reversed(modules):
+            module.unregister()
+
+    return register, unregister
+
+
+def preferences(context):
+    """The add-on preferences, or None when the add-on is registered without being enabled."""
+    addon = context.preferences.addons.get(PACKAGE)
+    return addon.preferences if addon else None
+
+
+def user_body_files(context):
+    """Sorted SMPL-family candidate files in the preferences' body folder ([] when unset)."""
+    prefs = preferences(context)
+    folder = bpy.path.abspath(prefs.body_folder) if prefs and prefs.body_folder else ""
+    if not folder or not Path(folder).is_dir():
+        return []
+    return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in BODY_SUFFIXES and p.is_file())
+
+
+def object_mode(context):
+    """Leave edit or pose mode (a new object or a bone edit needs object mode)."""
+    if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
+        bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def select_only(context, obj):
+    """Make `obj` the only selected object and the active one."""
+    for other in context.selected_objects:
+        other.select_set(False)
+    obj.select_set(True)
+    context.view_layer.objects.active = obj
+
+
+def remove_created(created):
+    """Remove what a failed step made (objects, then their data left without users; actions;
+    images), in the order given, so nothing is orphaned. None entries are skipped."""
+    for item in created:
+        if item is None:
+            continue
+        if isinstance(item, bpy.types.Action):
+            bpy.data.actions.remove(item)
+        elif isinstance(item, bpy.types.Image):
+            bpy.data.images.remove(item)
+        else:
+            data = item.data
+            bpy.data.objects.remove(item)
+            if isinstance(data, bpy.types.Mesh) and data.users == 0:
+                bpy.data.meshes.remove(data)
+            elif isinstance(data, bpy.types.Armature) and data.users == 0:
+                bpy.data.armatures.remove(data)
+
+
+def assign_new_action(obj, name):
+    """Assign a new action named `name` to `obj` (with a slot of its own where actions have
+    slots, Blender 4.4+). The action it replaces is kept: when `obj` was its only user it gets
+    a fake user. Returns (the new action, the replaced action when it got that fake user,
+    else None)."""
+    anim = obj.animation_data or obj.animation_data_create()
+    previous = anim.action
+    kept = None
+    if previous is not None and previous.users == 1 and not previous.use_fake_user:
+        previous.use_fake_user = True
+        kept = previous
+    action = bpy.data.actions.new(name)
+    anim.action = action
+    if hasattr(action, "slots") and anim.action_slot is None:
+        anim.action_slot = action.slots.new(id_type="OBJECT", name=obj.name)
+    return action, kept
+
+
+def action_curves(action, obj, create=False):
+    """The F-curves `obj`'s slot of `action` holds (its layer, strip and channel bag created
+    when `create`), or None when there are none; before Blender 4.4, the action's own."""
+    if not hasattr(action, "layers"):
+        return action.fcurves
+    slot = obj.animation_data.action_slot if obj.animation_data is not None else None
+    if slot is None:
+        return None
+    if create:
+        layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+        strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+        return strip.channelbag(slot, ensure=True).fcurves
+    from bpy_extras import anim_utils
+
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    return bag.fcurves if bag is not None else None
+
+
+def new_curve(curves, path, index, group):
+    """A new F-curve in `curves` (action_curves) for `path`[`index`] in the group `group`."""
+    try:
+        return curves.new(path, index=index, group_name=group)
+    except TypeError:   # Blender before 4.4: action.fcurves.new(..., action_group=)
+        return curves.new(path, index=index, action_group=group)
+
+
+@contextlib.contextmanager
+def progress_bar(context):
+    """The window manager's progress bar while the block runs; yields a callable taking the
+    fraction done (0-1)."""
+    wm = context.window_manager
+    wm.progress_begin(0, 1000)
+    try:
+        yield lambda fraction: wm.progress_update(int(1000 * min(max(fraction, 0.0), 1.0)))
+    finally:
+        wm.progress_end()
