@@ -300,7 +300,10 @@ def test_following_a_path_meets_every_frame_and_smoothness_steadies_it(shipped, 
             poses.append(s.positions)
         poses = np.stack(poses)
         jumps[mu] = np.linalg.norm(np.diff(poses[:, free], axis=0), axis=-1).mean()
-    assert jumps[0.8] < jumps[0.0]
+    # smoothness 0.8 holds the free joints 80% of the way to where they were on the frame
+    # before, as far as the pins let: against pins that only jitter, that cuts the free joints'
+    # frame-to-frame motion by well over a quarter (a follower that ignored it: not at all)
+    assert jumps[0.8] < 0.75 * jumps[0.0], jumps
     for bad in (1.0, -0.1, float("nan")):
         with pytest.raises(SmplIkError, match="smoothness must be a number from 0"):
             PathFollower(shipped, rest[0], smoothness=bad)

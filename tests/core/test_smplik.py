@@ -109,7 +109,12 @@ def test_a_repeated_effector_counts_once_and_weights_blend(random_model, open_bo
     mean = effs[:2] + [Effector(effs[2].joint, "position", tuple((p + q) / 2))] + effs[3:]
     a, b = net.solve(split, rest, refine=False), net.solve(mean, rest, refine=False)
     assert np.allclose(a.local_rot, b.local_rot, atol=1e-5) and np.allclose(a.trans, b.trans, atol=1e-5)
-    assert not np.allclose(a.local_rot, once.local_rot, atol=1e-3)
+    # the mean is 15 cm from the first target, half way to the second: a smooth network is
+    # near linear over 30 cm, so the pose turns about half as far as for the second target
+    # alone (the first alone: not at all; the second alone: all the way)
+    at_q = net.solve(effs[:2] + [Effector(effs[2].joint, "position", tuple(q))] + effs[3:], rest, refine=False)
+    half = geodesic_angle(a.local_rot, once.local_rot).sum() / geodesic_angle(at_q.local_rot, once.local_rot).sum()
+    assert 0.3 < half < 0.7, half
 
 
 def test_batched_positions_match_single_solves(random_model, open_body, rng):
@@ -171,8 +176,12 @@ def test_far_targets_give_a_finite_stretched_pose(open_body, rng):
     assert np.all(np.isfinite(local)) and np.all(np.isfinite(trans))
     assert np.allclose(local @ np.swapaxes(local, -1, -2), np.eye(3), atol=1e-6)
     pos = forward_kinematics(local, rest, PARENTS, trans).positions
-    # the arm reaches towards the target
-    assert np.linalg.norm(pos[JOINT_INDEX["left_wrist"]] - [8, 1, 0]) < np.linalg.norm(fk.positions[JOINT_INDEX["left_wrist"]] - [8, 1, 0])
+    # the arm reaches straight at the target: the wrist is nearer it than the shoulder by
+    # nearly the arm's whole length (a bent arm, or one aimed elsewhere, falls well short)
+    shoulder, elbow, wrist = (JOINT_INDEX[n] for n in ("left_shoulder", "left_elbow", "left_wrist"))
+    arm = np.linalg.norm(rest[elbow] - rest[shoulder]) + np.linalg.norm(rest[wrist] - rest[elbow])
+    target = np.array([8.0, 1.0, 0.0])
+    assert np.linalg.norm(pos[wrist] - target) < np.linalg.norm(pos[shoulder] - target) - 0.95 * arm
 
 
 @pytest.mark.parametrize("effectors,message", [
