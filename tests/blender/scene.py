@@ -26,6 +26,12 @@ def quats(arm):
     return np.array([arm.pose.bones[n].rotation_quaternion[:] for n in JOINT_NAMES])
 
 
+def largest_turn_deg(arm):
+    """Degrees: the largest rotation of any pose bone away from its rest (0 in the rest pose)."""
+    w = np.clip(np.abs(quats(arm)[:, 0]), 0.0, 1.0)
+    return float(np.degrees(2 * np.arccos(w)).max())
+
+
 def fcurves(action):
     """An action's F-curves (Blender 5 keeps them in layers, strips and channel bags)."""
     if getattr(action, "layers", None):

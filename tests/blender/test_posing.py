@@ -11,7 +11,14 @@ from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.ik.smplik import SolveOptions, load_smplik
 
 import blender_session
-from scene import effectors, joint_world, quats, update
+from scene import effectors, joint_world, largest_turn_deg, quats, update
+
+
+MET = 1e-3   # metres: what the solver promises for a reachable pin (it reports a miss beyond 1 mm)
+# A 20 cm (10 cm) wrist move with the pelvis held turns the chain pelvis..wrist, whose joints lie
+# at most ~4.4 m from the wrist in all (summed): some joint turns at least 0.2 / 4.4 rad = 2.6 deg
+# (0.1 / 4.4 = 1.3 deg); a solve that did not move the body turns none.
+TURNED_DEG = 1.0
 
 
 def add_body():
@@ -65,11 +72,11 @@ def test_moving_the_left_wrist_20cm_solves_the_body(posed):
     effs["left_wrist"].location += move * (0.2 / move.length)   # 20 cm, within reach
     update()
     target = np.array(effs["left_wrist"].matrix_world.translation)
-    assert np.linalg.norm(joint_world(arm, "left_wrist") - target) < 0.01
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - target) < MET
     for joint, before in others.items():
-        assert np.linalg.norm(np.array(effs[joint].matrix_world.translation) - before) < 0.01  # not moved
-        assert np.linalg.norm(joint_world(arm, joint) - before) < 0.01, joint                  # still met
-    assert not np.allclose(quats(arm), [1, 0, 0, 0], atol=1e-3)  # the body moved to get there
+        assert np.linalg.norm(np.array(effs[joint].matrix_world.translation) - before) < 1e-6  # not moved
+        assert np.linalg.norm(joint_world(arm, joint) - before) < MET, joint                   # still met
+    assert largest_turn_deg(arm) > TURNED_DEG   # the body moved to get there
 
 
 def test_no_solve_without_a_relevant_change(posed):
@@ -128,7 +135,7 @@ def test_deleting_an_effector_only_removes_its_constraint(posed):
     assert np.allclose(quats(arm), before, atol=1e-6)
     effs["left_wrist"].location.z += 0.05
     update()
-    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(effs["left_wrist"].matrix_world.translation)) < 0.01
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(effs["left_wrist"].matrix_world.translation)) < MET
 
 
 def test_rotation_and_look_at_effectors(posed):
@@ -198,7 +205,7 @@ def test_effectors_moved_by_a_pose_edit_start_no_solve(posed):
     assert tuple(arm.pose.bones["left_knee"].rotation_quaternion) == pytest.approx((0.9, 0.43, 0.0, 0.0))
     effs["left_wrist"].location.z += 0.1          # and a real move still solves
     update()
-    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(effs["left_wrist"].matrix_world.translation)) < 0.01
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(effs["left_wrist"].matrix_world.translation)) < MET
 
 
 def test_disabling_and_enabling_again_leaves_one_live_handler():
@@ -221,8 +228,8 @@ def test_disabling_and_enabling_again_leaves_one_live_handler():
     wrist = effectors(arm)["left_wrist"]
     wrist.location.z += 0.1
     update()
-    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < 0.01
-    assert not np.allclose(quats(arm), [1, 0, 0, 0], atol=1e-3)
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < MET
+    assert largest_turn_deg(arm) > TURNED_DEG
 
 
 def channelbag_fcurves(obj):
@@ -264,7 +271,7 @@ def test_bake_solves_every_frame_from_animated_effectors(posed):
     assert [k.co[0] for k in fc.keyframe_points] == list(map(float, range(1, 10)))
     for frame in (1, 5, 9):
         bpy.context.scene.frame_set(frame)
-        assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < 0.01
+        assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < MET
     raw = np.array([[k.co[1] for k in curves[('pose.bones["left_elbow"].rotation_quaternion', i)].keyframe_points]
                     for i in range(4)])
     assert bpy.ops.smpl_ik.bake(frame_start=1, frame_end=9, smoothing=2.0) == {"FINISHED"}
@@ -272,7 +279,9 @@ def test_bake_solves_every_frame_from_animated_effectors(posed):
     smooth = np.array([[k.co[1] for k in curves[('pose.bones["left_elbow"].rotation_quaternion', i)].keyframe_points]
                        for i in range(4)])
     jerk = lambda q: np.abs(np.diff(q, 2, axis=1)).sum()  # noqa: E731
-    assert jerk(smooth) < jerk(raw)
+    # a Gaussian of sigma 2 frames keeps a tenth or less of what changes from frame to frame
+    # faster than every 6 frames; over 9 frames at least half the jerk must go
+    assert jerk(smooth) < 0.5 * jerk(raw)
 
 
 def test_effector_on_a_deleted_body_gives_a_message(posed):
@@ -347,7 +356,7 @@ def test_undo_and_redo_of_a_drag_restore_the_poses_without_solving(posed):
     wrist = effectors(arm)["left_wrist"]
     wrist.location.z += 0.05                    # and live solving carries on
     update()
-    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < 0.01
+    assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < MET
 
 
 class RecordingLayout:
