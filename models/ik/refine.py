@@ -23,7 +23,7 @@ angles (knee tilt and axial turn, elbow carrying tilt) hold every pose of the CM
 clips (knee flexion there reaches 134 and hyperextension 9; elbow flexion 139, forearm twist
 54, carrying tilt 30) with room to spare.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -288,6 +288,23 @@ def apply_step(local_rot, trans, fk, step):
     return np.swapaxes(wp, -1, -2) @ turn @ wp @ local_rot, trans + step[..., -3:]
 
 
+@dataclass(frozen=True)
+class _State:
+    """A pose in the descent and its two levels there: local (24, 3, 3), trans (3,), the held
+    range components (joint limit number, component, Euler angles), its forward kinematics,
+    the hard level's residuals rh (H,) and rows jh (H, 75) (effectors, held limits, floor) and
+    the soft level's rs (S,) and js (S, 75)."""
+
+    local: np.ndarray
+    trans: np.ndarray
+    held: list
+    fk: object
+    rh: np.ndarray
+    jh: np.ndarray
+    rs: np.ndarray
+    js: np.ndarray
+
+
 class _Problem:
     """The two levels at one pose: hard residuals and rows (effectors, held limits, floor), soft ones."""
 
@@ -295,6 +312,7 @@ class _Problem:
         self.hard, self.soft, self.limits, self.options, self.rest = hard, soft, limits, options, rest
 
     def evaluate(self, local, trans, held):
+        """The _State of the pose (local, trans) with these range components held."""
         fk = forward_kinematics(local, self.rest, PARENTS, trans)
         rh, jh = _residuals(self.hard, fk.rotations, fk.positions, True)
         parts_r, parts_j = [rh], [jh]
@@ -306,7 +324,7 @@ class _Problem:
             parts_r.append(fr)
             parts_j.append(fj)
         rs, js = _residuals(self.soft, fk.rotations, fk.positions, True)
-        return fk, np.concatenate(parts_r), np.concatenate(parts_j), rs, js
+        return _State(local, trans, held, fk, np.concatenate(parts_r), np.concatenate(parts_j), rs, js)
 
 
 def _prioritised_step(rh, jh, rs, js, lam):
@@ -418,11 +436,11 @@ def _refine_levels(local, trans, rest, effectors, soft_flags, options):
     if limits is not None:
         local, held = limits.clamp(local)
     problem = _Problem(hard, soft, limits, options, rest)
-    state = (local, trans, held) + problem.evaluate(local, trans, held)
+    state = problem.evaluate(local, trans, held)
     state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
     # the soft level has gone as far as it can: make the hard one exact again if a step left it off
     state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
-    return state[0], state[1]
+    return state.local, state.trans
 
 
 def _missed_pins(effectors, soft_flags, gave_way, errors):
@@ -492,47 +510,49 @@ def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
 
 
 def _descend(problem, limits, state, iterations, damping, use_soft):
-    """Damped prioritised steps from `state` (local, trans, held, fk, rh, jh, rs, js); with
-    use_soft False only the hard level moves and only its cost decides."""
-    local, trans, held, fk, rh, jh, rs, js = state
+    """Damped prioritised steps from a _State to the _State they stop at; with use_soft False
+    only the hard level moves and only its cost decides."""
     lam = damping
-    none = np.zeros(0), np.zeros((0, jh.shape[1]))
+    none = np.zeros(0), np.zeros((0, state.jh.shape[1]))
     for _ in range(iterations):
-        hard_met = not len(rh) or np.abs(rh).max() < _STOP
-        if hard_met and (not use_soft or not len(rs) or np.abs(rs).max() < _STOP):
+        hard_met = not len(state.rh) or np.abs(state.rh).max() < _STOP
+        if hard_met and (not use_soft or not len(state.rs) or np.abs(state.rs).max() < _STOP):
             break
-        if held:   # release the held range components that this step would turn back inside
-            held, rh, jh = _release(problem, held, rh, jh, (rs, js) if use_soft else none, lam)
-        step = _prioritised_step(rh, jh, *((rs, js) if use_soft else none), lam)
+        soft = (state.rs, state.js) if use_soft else none
+        if state.held:   # release the held range components that this step would turn back inside
+            held, rh, jh = _release(problem, state.held, state.rh, state.jh, soft, lam)
+            state = replace(state, held=held, rh=rh, jh=jh)
+        step = _prioritised_step(state.rh, state.jh, *soft, lam)
         longest = np.abs(step).max()
         if not np.isfinite(longest):
             lam *= 10.0
             continue
         if longest > _MAX_TURN:     # near a singular pose (a limb stretched straight) steps blow up
             step *= _MAX_TURN / longest
-        new, new_trans = apply_step(local, trans, fk, step)
-        new_held = held
+        new, new_trans = apply_step(state.local, state.trans, state.fk, step)
+        new_held = state.held
         if limits is not None:
             new, pushed = limits.clamp(new)
-            new_held = _merge_held(held, pushed)
-        new_fk, new_rh, new_jh, new_rs, new_js = problem.evaluate(new, new_trans, new_held)
-        accept = (_better(new_rh, new_rs, rh, rs) if use_soft
-                  else float(new_rh @ new_rh) < float(rh @ rh))
+            new_held = _merge_held(state.held, pushed)
+        moved = problem.evaluate(new, new_trans, new_held)
+        accept = (_better(moved.rh, moved.rs, state.rh, state.rs) if use_soft
+                  else float(moved.rh @ moved.rh) < float(state.rh @ state.rh))
         if accept:
             # settled: the hard level is met and the soft one gains less than _CREEP a step (out
             # of reach, the last millimetres come a hair at a time; they are not worth the time)
-            gain = np.sqrt(float(rs @ rs)) - np.sqrt(float(new_rs @ new_rs))
-            settled = (use_soft and len(rs) and abs(gain) < min(_CREEP, 0.01 * np.sqrt(float(new_rs @ new_rs)))
-                       and (not len(new_rh) or np.abs(new_rh).max() < _STOP))
-            local, trans, held, fk, rh, jh, rs, js = new, new_trans, new_held, new_fk, new_rh, new_jh, new_rs, new_js
+            gain = np.sqrt(float(state.rs @ state.rs)) - np.sqrt(float(moved.rs @ moved.rs))
+            settled = (use_soft and len(state.rs)
+                       and abs(gain) < min(_CREEP, 0.01 * np.sqrt(float(moved.rs @ moved.rs)))
+                       and (not len(moved.rh) or np.abs(moved.rh).max() < _STOP))
+            state = moved
             lam = max(lam * 0.3, 1e-7)
             if settled:
                 break     # the soft level no longer moves: as close as it gets
         else:
             lam *= 10.0
-            if lam > 1e8 or (lam > _GIVE_UP * damping and float(rh @ rh) <= len(rh) * _SLACK ** 2):
+            if lam > 1e8 or (lam > _GIVE_UP * damping and float(state.rh @ state.rh) <= len(state.rh) * _SLACK ** 2):
                 break     # even short steps do not help: as close as it gets from here
-    return local, trans, held, fk, rh, jh, rs, js
+    return state
 
 
 def _release(problem, held, rh, jh, soft, lam):
