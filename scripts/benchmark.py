@@ -77,7 +77,7 @@ from models.core.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: 
 from models.ik.refine import JOINT_LIMITS, refine_pose  # noqa: E402
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
 from models.ik.effectors import Effector, EffectorKind, encode_effector_sets, joint_of  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk  # noqa: E402
+from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk, SolveOptions  # noqa: E402
 from models.ik.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
 from models.ik.nn import WEIGHTS_DIR  # noqa: E402
 from models.ik.flow import DEFAULT_FLOW_WEIGHTS as FLOW_WEIGHTS  # noqa: E402
@@ -307,9 +307,9 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
         timed = {}
         for mode in ("deterministic", "natural"):
             t = time.perf_counter()
-            timed[mode] = net.solve(effs, r, mode=mode)
+            timed[mode] = net.solve(effs, r, SolveOptions(mode=mode))
             ms[mode].append(time.perf_counter() - t)
-            raw = net.solve(effs, r, mode=mode, refine=False)
+            raw = net.solve(effs, r, SolveOptions(mode=mode, refine=None))
             network_aligned[mode].append(aligned_error(raw.positions, g))
             costs[mode].append(pose_cost(timed[mode].local_rot, timed[mode].trans, r, seg, *prior)["cost"])
         t = time.perf_counter()
@@ -352,8 +352,10 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
     six_effs = [six_point_effectors(p) for p in pos]
     from models.ik.effectors import encode_effector_sets
 
-    nat_local, nat_trans = (x[:, 0] for x in net.decode(encode_effector_sets(six_effs), rest, np.zeros((len(pos), 1, 72))))
-    single = median_seconds(lambda i: net.solve(six_effs[i % len(pos)], rest[i % len(pos)], mode="natural", refine=False), 100)
+    nat_local, nat_trans = (x[:, 0] for x in net.decode(net.condition(encode_effector_sets(six_effs), rest),
+                                                        np.zeros((len(pos), 1, 72))))
+    raw_natural = SolveOptions(mode="natural", refine=None)
+    single = median_seconds(lambda i: net.solve(six_effs[i % len(pos)], rest[i % len(pos)], raw_natural), 100)
     methods["smplik_6pt_natural"] = {**score(nat_local, rest, pos, gt_rot, nat_trans, [list(SIX_POINTS)] * len(pos)),
                                      "ms_single": single * 1000, "inside_limits": inside_limits(nat_local)}
     six_idx = np.sort(rng.choice(len(pos), min(six_frames, len(pos)), replace=False))
@@ -386,7 +388,7 @@ def path_figures(net, rest, pos, rng, starts, steps):
     ms_keep = []
     for i in np.sort(rng.choice(len(pos), min(starts, len(pos)), replace=False)):
         effs = six_point_effectors(pos[i])
-        start = net.solve(effs, rest[i], mode="natural")
+        start = net.solve(effs, rest[i], SolveOptions(mode="natural"))
         world = forward_kinematics(start.local_rot, rest[i], PARENTS, start.trans).rotations
         forward = world[0] @ [0.0, 0.0, 1.0]
         forward[1] = 0.0
@@ -399,11 +401,12 @@ def path_figures(net, rest, pos, rng, starts, steps):
                 current = (prev.local_rot, prev.trans)
                 t = time.perf_counter()
                 if mode == "deterministic":
-                    now = net.solve(moved, rest[i], mode="deterministic", current_pose=current)
+                    now = net.solve(moved, rest[i], SolveOptions(mode="deterministic", current_pose=current))
                 elif mode == "warm":
-                    now = net.solve(moved, rest[i], mode="deterministic", current_pose=current, warm_start=True)
+                    now = net.solve(moved, rest[i], SolveOptions(mode="deterministic", current_pose=current,
+                                                                 warm_start=True))
                 else:
-                    now = net.solve(moved, rest[i], mode="natural", current_pose=current, keep=prev)
+                    now = net.solve(moved, rest[i], SolveOptions(mode="natural", current_pose=current, keep=prev))
                     ms_keep.append(time.perf_counter() - t)
                 jumps[mode].append(np.linalg.norm(now.positions[free] - prev.positions[free], axis=-1).mean())
                 lift[mode] = max(lift[mode], np.abs(now.positions[feet, 1] - y0).max())
@@ -463,7 +466,7 @@ def main(argv=None):
         for name, symmetric in (("smplik_6pt_one_pass", False), ("smplik_6pt", True)):
             net = SmplIk.load(symmetric=symmetric)
             local, trans = net.solve_positions(SIX_POINTS, pos[:, list(SIX_POINTS)], rest)
-            single = median_seconds(lambda i: net.solve(six[i % n], rest[i % n], refine=False), 100)
+            single = median_seconds(lambda i: net.solve(six[i % n], rest[i % n], SolveOptions(refine=None)), 100)
             rate = 1024 / median_seconds(lambda i: net.solve_positions(SIX_POINTS, big, batch[1]), 5)
             methods[name] = {**score(local, rest, pos, gt_rot, trans, [list(SIX_POINTS)] * n),
                              "ms_single": single * 1000, "per_s_batch": rate, "inside_limits": inside_limits(local)}

@@ -97,7 +97,7 @@ def evaluate(net, data, body, frames=500, seed=1):
         encoded = EncodedEffectors(joints.numpy(), feats.double().numpy(), mask.double().numpy())
         r = rest.double().numpy()
         det, det_trans = net.predict(encoded, r)
-        nat, nat_trans = (x[:, 0] for x in net.decode(encoded, r, np.zeros((len(r), 1, DIMS))))
+        nat, nat_trans = (x[:, 0] for x in net.decode(net.condition(encoded, r), np.zeros((len(r), 1, DIMS))))
         for label, local, tr in (("deterministic", det, det_trans), ("natural", nat, nat_trans)):
             _, p = fk(torch.from_numpy(local).float(), rest, torch.from_numpy(tr).float())
             out[f"{name}_{label}_mpjpe_mm"] = round(float((p - pos).norm(dim=-1).mean() * 1000), 2)

@@ -9,6 +9,8 @@ soft targets of the refinement below the effectors: the effectors stay exact; 0 
 decoded pose as it is, values near 1 carry the previous frame forward as far as the
 effectors let.
 """
+from dataclasses import replace
+
 import numpy as np
 
 from ..core.errors import SmplIkError
@@ -16,7 +18,7 @@ from ..core.kinematics import forward_kinematics
 from ..core.skeleton import NUM_JOINTS, PARENTS
 from .effectors import Effector, EffectorKind, encode_effectors, joint_of
 from .flow import DIMS
-from .smplik import IkSolution
+from .refine import RefineOptions
 
 STEADY_WEIGHT = 0.5   # the steadying targets' weight beside a soft effector's (1 by default)
 
@@ -29,8 +31,6 @@ class PathFollower:
     refine.RefineOptions for every frame (feet are planted from the frame before)."""
 
     def __init__(self, net, rest_joints, smoothness=0.0, latent=None, options=None):
-        from .refine import RefineOptions
-
         mu = float(smoothness)
         if not (np.isfinite(mu) and 0.0 <= mu < 1.0):
             raise SmplIkError(f"the path smoothness must be a number from 0 up to (not including) 1, not {smoothness!r}")
@@ -46,8 +46,8 @@ class PathFollower:
     def step(self, effectors):
         effectors = list(effectors)
         rest = self.rest[None]
-        condition = self.net._condition(encode_effectors(effectors), rest)
-        local, trans = (x[0, 0] for x in self.net._decode(condition, self.latent[None, None]))
+        condition = self.net.condition(encode_effectors(effectors), rest)
+        local, trans = (x[0, 0] for x in self.net.decode(condition, self.latent[None, None]))
         current = None if self.previous is None else (self.previous.local_rot, self.previous.trans)
         steady = []
         if self.previous is not None and self.mu > 0:
@@ -59,10 +59,7 @@ class PathFollower:
             steady = [Effector(j, EffectorKind.POSITION, tuple(goal[j]), weight=STEADY_WEIGHT, soft=True,
                                tolerance=np.inf)
                       for j in range(NUM_JOINTS) if j not in pinned]
-        refined, extra = self.net._refine(effectors + steady, local, trans, self.rest, self.options, current, None)
-        mine = len(effectors)
-        self.previous = IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=self.rest,
-                                   errors=refined.errors[:mine],
-                                   misses=refined.misses,   # the steady targets have no tolerance to miss
-                                   latent=self.latent)
+        refined = self.net.refine_from(effectors + steady, (local, trans), self.rest, self.options, current)
+        # the steady targets have no tolerance to miss: the misses are the effectors' (and the feet's)
+        self.previous = replace(refined, errors=refined.errors[:len(effectors)], latent=self.latent)
         return self.previous

@@ -13,7 +13,7 @@ to the weighted mean of the filled positional slots, so the network is translati
 `refine` (models/refine.py) then makes the effectors exact with a few damped least-squares
 steps on forward kinematics.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -26,9 +26,12 @@ from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
+from .refine import RefineOptions, effector_errors, planted_feet, refine_many, refine_pose
 
 ARCH = "smplik-v2"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
+MODES = ("deterministic", "natural")
+DEFAULT_MODE = "deterministic"   # the baseline, until the natural pose beats it on every benchmark figure
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class IkSolution:
     rest joints (24, 3); `positions` (24, 3) are computed on first use. After refinement,
     `errors` (E,) per effector (metres, radians) and `misses`, the effectors not met
     (refine.Miss, largest first; empty when all hold). `latent` (72,): the pose's latent in
-    the flow under its effectors, when the flow solved it (`SmplIk.solve(keep=...)`)."""
+    the flow under its effectors, when the flow solved it (`SolveOptions.keep`)."""
 
     local_rot: np.ndarray
     trans: np.ndarray
@@ -49,6 +52,48 @@ class IkSolution:
     @cached_property
     def positions(self):
         return forward_kinematics(self.local_rot, self.rest, PARENTS, self.trans).positions
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How `SmplIk.solve` and `SmplIk.sample` pose a body.
+
+    refine: how the effectors are made exact (a refine.RefineOptions: the hard ones held, the
+    soft ones as close as they come), or None for the networks' pose as it is.
+    mode (solve): "deterministic" (the network's one answer) or "natural" (the flow's latent
+    origin: the least-cost pose the flow knows for these effectors).
+    current_pose: (local_rot (24, 3, 3), trans (3,)) of the pose on screen, if any: with
+    refine.plant_feet, ankles pinned by position keep its foot orientation.
+    warm_start (solve, with current_pose and refine): refine from the pose on screen instead of
+    the network's guess, as a drag does from one step to the next: what nothing asks to move
+    stays where it was, and a few steps suffice.
+    keep (solve): continuity with a pose, (local_rot, trans) or an IkSolution of an earlier
+    solve: its latent (the solution's own, or the pose's under these effectors) is decoded under
+    these effectors and refined, so what the effectors do not ask to move stays as it was; an
+    unchanged problem gives the kept pose back."""
+
+    refine: RefineOptions = field(default_factory=RefineOptions)
+    mode: str = DEFAULT_MODE
+    current_pose: tuple = None
+    warm_start: bool = False
+    keep: object = None
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise SmplIkError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.refine is not None and not isinstance(self.refine, RefineOptions):
+            raise SmplIkError(f"SolveOptions.refine must be a RefineOptions or None, not {type(self.refine).__name__}")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What the flow decodes under, for B effector sets (`SmplIk.condition`): the deterministic
+    network's pose, local rotations (B, 24, 3, 3) and trans (B, 3), and the flow's context
+    (B, C) from the network's last hidden layer."""
+
+    local_rot: np.ndarray
+    trans: np.ndarray
+    context: np.ndarray
 
 
 class Slot:
@@ -213,115 +258,96 @@ class SmplIk:
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
         return (local, trans, hidden) if features else (local, trans)
 
-    def decode(self, encoded, rest, latents):
-        """Poses from the flow (`flow.py`): EncodedEffectors (B sets), rest joints (B, 24, 3)
-        and latents (B, K, 72) -> local rotations (B, K, 24, 3, 3), trans (B, K, 3). Latent
-        zero is the natural pose; the deterministic network runs once per set."""
-        return self._decode(self._condition(encoded, rest), latents)
-
-    def latent_of(self, encoded, rest, local_rot):
-        """The flow's latents (B, 72) of poses local_rot (B, 24, 3, 3) under these effectors:
-        decode gives the poses back."""
-        return self._latent(self._condition(encoded, rest), local_rot)
-
-    def _condition(self, encoded, rest):
+    def condition(self, encoded, rest):
+        """The flow's Condition for EncodedEffectors (B sets) on rest joints (B, 24, 3): the
+        deterministic network runs once per set, and every `decode` under it reuses that.
+        SmplIkError without generative weights."""
         if self.flow is None:
             raise SmplIkError(f"no generative weights for these SMPL-IK weights ({DEFAULT_FLOW_WEIGHTS} is missing "
                               "or belongs to other weights): only the deterministic solve is available")
         det, trans, hidden = self.predict(encoded, rest, features=True)
-        return det, trans, self.flow.context(hidden)
+        return Condition(local_rot=det, trans=trans, context=self.flow.context(hidden))
 
-    def _decode(self, condition, latents):
-        det, trans, context = condition
+    def decode(self, condition, latents):
+        """Poses from the flow (`flow.py`): a Condition (B sets) and latents (B, K, 72) -> local
+        rotations (B, K, 24, 3, 3), trans (B, K, 3). Latent zero is the natural pose."""
         b, k = np.shape(latents)[:2]
-        x = self.flow.forward(np.reshape(latents, (b * k, -1)), np.repeat(context, k, axis=0))
-        local = np.repeat(det, k, axis=0) @ axis_angle_to_matrix(x.reshape(b * k, NUM_JOINTS, 3))
-        return local.reshape(b, k, NUM_JOINTS, 3, 3), np.repeat(trans[:, None], k, axis=1)
+        x = self.flow.forward(np.reshape(latents, (b * k, -1)), np.repeat(condition.context, k, axis=0))
+        local = np.repeat(condition.local_rot, k, axis=0) @ axis_angle_to_matrix(x.reshape(b * k, NUM_JOINTS, 3))
+        return local.reshape(b, k, NUM_JOINTS, 3, 3), np.repeat(condition.trans[:, None], k, axis=1)
 
     def _latent(self, condition, local_rot):
-        det, _, context = condition
-        x = matrix_to_axis_angle(np.swapaxes(det, -1, -2) @ np.asarray(local_rot, dtype=np.float64))
+        """The latents (N, 72) of poses local_rot (N, 24, 3, 3) under a Condition of one set:
+        decode gives the poses back."""
+        context = condition.context
+        x = matrix_to_axis_angle(np.swapaxes(condition.local_rot, -1, -2) @ np.asarray(local_rot, dtype=np.float64))
         return self.flow.inverse(x.reshape(len(x), -1), np.broadcast_to(context, (len(x), context.shape[-1])))[0]
 
-    def solve(self, effectors, rest_joints, refine=True, options=None, current_pose=None, warm_start=False,
-              mode=None, keep=None):
-        """Pose for a list of Effectors on a body with rest joints (24, 3).
-
-        mode: "deterministic" (the network's one answer), "natural" (the flow's latent origin:
-        the least-cost pose the flow knows for these effectors) or None (DEFAULT_MODE).
-        refine: make the hard effectors exact and the soft ones as close as they can come
-        (refine.refine_pose with `options`, a RefineOptions). current_pose: (local_rot, trans)
-        of the pose on screen, if any: with options.plant_feet, ankles pinned by position keep
-        its foot orientation. warm_start (with current_pose and refine): refine from the pose
-        on screen instead of the network's guess, as a drag does from one step to the next:
-        what nothing asks to move stays where it was, and a few steps suffice.
-        keep: continuity with a pose, (local_rot, trans) or an IkSolution of an earlier solve:
-        its latent (the solution's own, or the pose's under these effectors) is decoded under
-        these effectors and refined, so what the effectors do not ask to move stays as it
-        was; an unchanged problem gives the kept pose back. With the flow, the solution
-        carries its `latent` for the next step."""
-        from .refine import RefineOptions
-
-        mode = DEFAULT_MODE if mode is None else mode
-        if mode not in MODES:
-            raise SmplIkError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        options = RefineOptions() if options is None else options
+    def solve(self, effectors, rest_joints, options=SolveOptions()):
+        """Pose for a list of Effectors on a body with rest joints (24, 3), as `options` (a
+        SolveOptions) asks: from the network's answer or the natural pose (mode), the pose on
+        screen (warm_start) or a kept pose's latent (keep), refined or not. With the flow, the
+        solution carries its `latent` for the next step."""
+        options = _checked(options)
+        refine, current_pose, keep = options.refine, options.current_pose, options.keep
+        natural = options.mode == "natural"
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         encoded = encode_effectors(effectors)
-        generative = mode == "natural" or keep is not None
-        condition = self._condition(encoded, rest) if generative else None
+        generative = natural or keep is not None
+        condition = self.condition(encoded, rest) if generative else None
         if keep is not None:
             latent, trans = self._keep_latent(keep, condition)
-            local = self._decode(condition, latent[:, None])[0][0, 0]   # the kept pose's place, its latent's rotations
-        elif warm_start and refine and current_pose is not None:
+            local = self._decoded(condition, latent[0])[0]   # the kept pose's place, its latent's rotations
+        elif options.warm_start and refine is not None and current_pose is not None:
             local, trans = _pose_arrays(current_pose, "current_pose")
-        elif mode == "natural":
-            local, trans = (x[0, 0] for x in self._decode(condition, np.zeros((1, 1, DIMS))))
+        elif natural:
+            local, trans = self._decoded(condition, np.zeros(DIMS))
         else:
-            local, trans = (x[0] for x in self.predict(encoded, rest))
-        if not refine:
+            local, trans = self._guess(encoded, rest)
+        if refine is None:
             return IkSolution(local_rot=local, trans=trans, rest=rest[0],
                               latent=self._latent(condition, local[None])[0] if generative else None)
         fallback = None
-        if keep is not None or (warm_start and current_pose is not None):
-            fallback = ((lambda: [x[0, 0] for x in self._decode(condition, np.zeros((1, 1, DIMS)))])
-                        if mode == "natural" else (lambda: [x[0] for x in self.predict(encoded, rest)]))
-        refined, extra = self._refine(effectors, local, trans, rest[0], options, current_pose, fallback)
-        if generative and any(not m.soft for m in refined.misses):
+        if keep is not None or (options.warm_start and current_pose is not None):
+            fallback = ((lambda: self._decoded(condition, np.zeros(DIMS))) if natural
+                        else (lambda: self._guess(encoded, rest)))
+        solution = self.refine_from(effectors, (local, trans), rest[0], refine, current_pose, fallback)
+        if generative and any(not m.soft for m in solution.misses):
             # the refinement stalled short of a pin (a limb folded against its range): the
             # network's own guess may reach it
-            again, _ = self._refine(effectors, *(x[0] for x in self.predict(encoded, rest)), rest[0], options,
-                                    current_pose, None)
-            if miss_total(again) < miss_total(refined):
-                refined = again
-        latent = self._latent(condition, refined.local_rot[None])[0] if generative else None
-        return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest[0],
-                          errors=refined.errors[:len(refined.errors) - extra], misses=refined.misses, latent=latent)
+            again = self.refine_from(effectors, self._guess(encoded, rest), rest[0], refine, current_pose)
+            if miss_total(again) < miss_total(solution):
+                solution = again
+        latent = self._latent(condition, solution.local_rot[None])[0] if generative else None
+        return replace(solution, latent=latent)
 
-    def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE, refine=True,
-               options=None, current_pose=None):
+    def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
+               options=SolveOptions()):
         """`count` alternative poses for the same effectors, in one batched pass of the
         networks: latents drawn from N(0, temperature^2) (seed: an int for a repeatable set;
-        temperature 0 gives the natural pose every time; the default suits most problems), decoded and, with refine, each made
-        to meet the effectors (as `solve`; a sample whose refinement stalls short of a pin is
-        refined again from nearer the natural pose). Returns a list of IkSolution, each with
-        the latent of its refined pose (keep= it to carry it on)."""
-        from .refine import RefineOptions, refine_many, refine_pose
-
+        temperature 0 gives the natural pose every time; the default suits most problems),
+        decoded and, with options.refine, each made to meet the effectors (as `solve`; a sample
+        whose refinement stalls short of a pin is refined again from nearer the natural pose).
+        options: a SolveOptions, of which refine and current_pose apply (mode does not; keep
+        and warm_start are refused). Returns a list of IkSolution, each with the latent of its
+        refined pose (`SolveOptions(keep=solution)` carries it on)."""
         t = check_samples(count, temperature)
-        options = RefineOptions() if options is None else options
+        options = _checked(options)
+        if options.keep is not None or options.warm_start:
+            raise SmplIkError("sample draws its poses from the flow: SolveOptions keep and warm_start are solve's")
+        refine = options.refine
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         encoded = encode_effectors(effectors)
-        condition = self._condition(encoded, rest)
+        condition = self.condition(encoded, rest)
         latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
-        local, trans = (x[0] for x in self._decode(condition, latents))
-        if not refine:
+        local, trans = (x[0] for x in self.decode(condition, latents))
+        if refine is None:
             return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k])
                     for k in range(count)]
         effectors = list(effectors)
-        extra = self._planted(effectors, rest[0], options, current_pose)
+        extra = self._planted(effectors, rest[0], refine, options.current_pose)
         out = []
-        for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, options)):
+        for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, refine)):
             # from some starts the refinement stalls (a limb folded against its range): try again
             # nearer the natural pose, which the same pins reach, and last from the network's guess.
             # Where another start misses the same pins as far, the problem is out of reach, not
@@ -330,9 +356,8 @@ class SmplIk:
             for retry in starts:
                 if not any(not m.soft for m in refined.misses):
                     break
-                start = ([x[0] for x in self.predict(encoded, rest)] if retry is None else
-                         [x[0, 0] for x in self._decode(condition, retry[None, None])])
-                again = refine_pose(*start, rest[0], effectors + extra, options)
+                start = self._guess(encoded, rest) if retry is None else self._decoded(condition, retry)
+                again = refine_pose(*start, rest[0], effectors + extra, refine)
                 if _same_misses(again.misses, refined.misses):
                     break
                 if miss_total(again) < miss_total(refined):
@@ -342,11 +367,45 @@ class SmplIk:
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
                            misses=r.misses, latent=final[k]) for k, r in enumerate(out)]
 
+    def refine_from(self, effectors, start, rest_joints, options=RefineOptions(), current_pose=None, fallback=None):
+        """Refine a pose for a list of Effectors: start (local_rot (24, 3, 3), trans (3,)) on rest
+        joints (24, 3), with `options` (a RefineOptions). current_pose: (local_rot, trans) of the pose
+        on screen, whose feet options.plant_feet keeps (extra hard effectors). fallback: a function of
+        no arguments giving another start (local_rot, trans), also tried when this one misses the
+        soft targets by over FALLBACK_SOFT_ERROR. Returns an IkSolution (no latent) whose errors
+        (E,) are the given effectors' and whose misses include the planted feet's."""
+        rest = np.asarray(rest_joints, dtype=np.float64)
+        local, trans = _pose_arrays(start, "start")
+        given = list(effectors)
+        effectors = given + self._planted(given, rest, options, current_pose)
+        refined = refine_pose(local, trans, rest, effectors, options)
+        soft = np.array([bool(e.soft) for e in effectors])
+        if fallback is not None and soft.any() and refined.errors[soft].sum() > FALLBACK_SOFT_ERROR:
+            # small steps cannot bend a limb that is straight on screen: the network's guess may
+            # get there. Refine it only when it nearly holds the pins and is nearer the soft
+            # targets; take it when it then meets them, or misses clearly less (a drag out of
+            # reach should not flicker between the two)
+            guess = fallback()
+            errors = effector_errors(effectors, *guess, rest)
+            if (not (~soft).any() or errors[~soft].max() < FALLBACK_PIN_ERROR) and \
+                    errors[soft].sum() < refined.errors[soft].sum():
+                guessed = refine_pose(*guess, rest, effectors, replace(options, iterations=FALLBACK_ITERATIONS))
+                if not guessed.misses or miss_total(guessed) < miss_total(refined) - WARM_MARGIN:
+                    refined = guessed
+        return IkSolution(local_rot=refined.local_rot, trans=refined.trans, rest=rest,
+                          errors=refined.errors[:len(given)], misses=refined.misses)
+
+    def _guess(self, encoded, rest):
+        """The network's pose (local_rot, trans) for one EncodedEffectors set on rest (1, 24, 3)."""
+        return tuple(x[0] for x in self.predict(encoded, rest))
+
+    def _decoded(self, condition, latent):
+        """The pose (local_rot, trans) a latent (72,) decodes to under a Condition of one set."""
+        return tuple(x[0, 0] for x in self.decode(condition, latent[None, None]))
+
     @staticmethod
     def _planted(effectors, rest, options, current_pose):
         """The planted-feet effectors (refine.planted_feet) of the pose on screen, if any."""
-        from .refine import planted_feet
-
         if not (options.plant_feet and current_pose is not None):
             return []
         on_screen = _pose_arrays(current_pose, "current_pose")
@@ -362,30 +421,6 @@ class SmplIk:
         local, trans = _pose_arrays(pose, "keep")
         return self._latent(condition, local[None]), trans
 
-    def _refine(self, effectors, local, trans, rest, options, current_pose, fallback):
-        """Refine from (local, trans); with `fallback` (a call giving another starting pose),
-        also try that when the start misses soft targets by over FALLBACK_SOFT_ERROR. Returns
-        the refine.Refined and how many planted-feet effectors were added."""
-        from .refine import effector_errors, refine_pose
-
-        extra = self._planted(effectors, rest, options, current_pose)
-        effectors = list(effectors) + extra
-        refined = refine_pose(local, trans, rest, effectors, options)
-        soft = np.array([bool(e.soft) for e in effectors])
-        if fallback is not None and soft.any() and refined.errors[soft].sum() > FALLBACK_SOFT_ERROR:
-            # small steps cannot bend a limb that is straight on screen: the network's guess may
-            # get there. Refine it only when it nearly holds the pins and is nearer the soft
-            # targets; take it when it then meets them, or misses clearly less (a drag out of
-            # reach should not flicker between the two)
-            guess = fallback()
-            errors = effector_errors(effectors, *guess, rest)
-            if (not (~soft).any() or errors[~soft].max() < FALLBACK_PIN_ERROR) and \
-                    errors[soft].sum() < refined.errors[soft].sum():
-                guessed = refine_pose(*guess, rest, effectors, replace(options, iterations=FALLBACK_ITERATIONS))
-                if not guessed.misses or miss_total(guessed) < miss_total(refined) - WARM_MARGIN:
-                    refined = guessed
-        return refined, len(extra)
-
     def solve_positions(self, joints, targets, rest_joints):
         """Many poses at once from the same joints pinned by position (no refinement), for
         batch scripts: joints, E names or indices; targets (B, E, 3); rest joints (24, 3) or
@@ -395,10 +430,8 @@ class SmplIk:
         return self.predict(encoded, rest)
 
 
-MODES = ("deterministic", "natural")
 SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from
 SAME_MISS = 1e-3   # metres (radians): two solves missing an effector this alike miss it the same
-DEFAULT_MODE = "deterministic"   # the baseline, until the natural pose beats it on every benchmark figure
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
 FALLBACK_PIN_ERROR = 0.05   # metres (radians): a guess breaking a pin by more is not near an answer
@@ -417,6 +450,14 @@ def _pose_arrays(pose, name):
     if not (np.all(np.isfinite(local)) and np.all(np.isfinite(trans))):
         raise SmplIkError(f"{name} holds NaN or infinite numbers")
     return local, trans
+
+
+def _checked(options):
+    """options if it is a SolveOptions, else a clear error (refine options go in its `refine`)."""
+    if not isinstance(options, SolveOptions):
+        raise SmplIkError(f"options must be a SolveOptions (RefineOptions go in its `refine`), "
+                          f"not {type(options).__name__}")
+    return options
 
 
 def _same_misses(a, b):

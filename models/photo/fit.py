@@ -235,14 +235,14 @@ def pose_from_detection(detection, rest, min_visibility=0.5):
     else:
         from ..ik.effectors import Effector, EffectorKind
         from ..ik.refine import RefineOptions
-        from ..ik.smplik import load_smplik
+        from ..ik.smplik import SolveOptions, load_smplik
 
         effectors = [Effector(JOINT_NAMES[j], EffectorKind.POSITION, tuple(targets[j]))
                      for j in np.flatnonzero(confident)]
         # every detected joint is a little off and none is surer than the rest: where they
         # disagree with the body (the hips' directions against the rigid pelvis), each gives a
         # little, instead of one pin giving way for all
-        solution = load_smplik().solve(effectors, rest, refine=True, options=RefineOptions(give_way=False))
+        solution = load_smplik().solve(effectors, rest, SolveOptions(refine=RefineOptions(give_way=False)))
         local_rot, trans = solution.local_rot, np.asarray(solution.trans, dtype=np.float64)
         method = "smplik"
     posed = forward_kinematics(local_rot, rest, PARENTS, trans).positions

@@ -9,10 +9,10 @@ from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
 from models.body.measure import DENSITY
 from models.ik.cost import Segments, effort, pose_cost
-from models.ik.effectors import Effector
+from models.ik.effectors import Effector, encode_effectors
 from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DIMS, PoseFlow
 from models.ik.nn import prepare, save_weights
-from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk, SolveOptions
 
 torch = pytest.importorskip("torch")
 SHIPPED = pytest.mark.skipif(not (DEFAULT_WEIGHTS.exists() and DEFAULT_FLOW_WEIGHTS.exists()),
@@ -85,9 +85,25 @@ def test_an_untrained_flow_decodes_the_deterministic_answer(open_body, rng, tmp_
     net = untrained_net(tmp_path)
     rest = open_body.rest_joints(np.zeros(10))
     effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
-    det = net.solve(effectors, rest, refine=False, mode="deterministic")
-    nat = net.solve(effectors, rest, refine=False, mode="natural")
+    det = net.solve(effectors, rest, SolveOptions(refine=None, mode="deterministic"))
+    nat = net.solve(effectors, rest, SolveOptions(refine=None, mode="natural"))
     assert np.abs(det.local_rot - nat.local_rot).max() < 1e-6 and np.abs(nat.latent).max() < 1e-6
+
+
+def test_decoding_under_a_condition_is_the_natural_solve(open_body, tmp_path):
+    """condition holds the deterministic network's pose for each set, and decode at latent zero
+    under it is what solve gives in the natural mode, bit for bit."""
+    net = untrained_net(tmp_path)
+    rest = open_body.rest_joints(np.zeros(10))
+    effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
+    encoded = encode_effectors(effectors)
+    condition = net.condition(encoded, rest[None])
+    det_local, det_trans = net.predict(encoded, rest[None])
+    assert np.array_equal(condition.local_rot, det_local) and np.array_equal(condition.trans, det_trans)
+    local, trans = net.decode(condition, np.zeros((1, 2, DIMS)))
+    assert local.shape == (1, 2, NUM_JOINTS, 3, 3) and trans.shape == (1, 2, 3)
+    natural = net.solve(effectors, rest, SolveOptions(mode="natural", refine=None))
+    assert np.array_equal(local[0, 1], natural.local_rot) and np.array_equal(trans[0, 0], natural.trans)
 
 
 def test_weights_load_without_pickle_and_refuse_another_architecture(random_flow, tmp_path):
@@ -165,7 +181,7 @@ def three_pins(pos):
 def test_natural_is_deterministic_and_meets_the_effectors(shipped, held_out_poses):
     _, rest, _, pos = held_out_poses
     effectors = three_pins(pos[3])
-    a, b = (shipped.solve(effectors, rest[3], mode="natural") for _ in range(2))
+    a, b = (shipped.solve(effectors, rest[3], SolveOptions(mode="natural")) for _ in range(2))
     assert np.array_equal(a.local_rot, b.local_rot) and np.array_equal(a.trans, b.trans)
     assert measured_effector_errors(effectors, a.local_rot, a.trans, rest[3]).max() < 1e-3
 
@@ -194,10 +210,10 @@ def test_keeping_an_unchanged_problem_returns_the_current_pose(shipped, held_out
     effectors = three_pins(pos[7])
     current = shipped.sample(effectors, rest[7], count=1, seed=11)[0]     # an alternative on screen
     for keep in (current, (current.local_rot, current.trans)):
-        kept = shipped.solve(effectors, rest[7], keep=keep)
+        kept = shipped.solve(effectors, rest[7], SolveOptions(keep=keep))
         assert np.abs(kept.local_rot - current.local_rot).max() < 1e-5
         assert np.abs(kept.trans - current.trans).max() < 1e-6
-    natural = shipped.solve(effectors, rest[7], mode="natural")
+    natural = shipped.solve(effectors, rest[7], SolveOptions(mode="natural"))
     assert np.abs(natural.positions - current.positions).max() > 0.01   # it was not the natural pose
 
 
@@ -213,8 +229,8 @@ def test_keep_carries_an_alternative_through_a_moved_target(shipped, held_out_po
         current = shipped.sample(effectors, rest[n], count=1, seed=n)[0]
         moved = list(effectors)
         moved[1] = Effector("left_wrist", "position", tuple(pos[n, 20] + [0.02, 0.0, 0.0]))
-        kept = shipped.solve(moved, rest[n], keep=current)
-        fresh = shipped.solve(moved, rest[n], mode="natural")
+        kept = shipped.solve(moved, rest[n], SolveOptions(keep=current))
+        fresh = shipped.solve(moved, rest[n], SolveOptions(mode="natural"))
         assert measured_effector_errors(moved, kept.local_rot, kept.trans, rest[n]).max() < 1e-3
         jumps_keep.append(np.linalg.norm(kept.positions[free] - current.positions[free], axis=-1).mean())
         jumps_fresh.append(np.linalg.norm(fresh.positions[free] - current.positions[free], axis=-1).mean())
@@ -234,9 +250,9 @@ def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
     for keep, message in (((np.eye(3), np.zeros(3)), r"got \(3, 3\) and \(3,\)"),
                           ((np.full((24, 3, 3), np.nan), np.zeros(3)), "NaN"), (5, "got int")):
         with pytest.raises(SmplIkError, match=message):
-            net.solve(effectors, rest, keep=keep)
+            net.solve(effectors, rest, SolveOptions(keep=keep))
     with pytest.raises(SmplIkError, match="mode must be one of deterministic, natural, not 'best'"):
-        net.solve(effectors, rest, mode="best")
+        SolveOptions(mode="best")
     no_flow = SmplIk.load(tmp_path / "s.npz", flow_path=None)
     with pytest.raises(SmplIkError, match="only the deterministic solve is available"):
         no_flow.sample(effectors, rest)
@@ -297,6 +313,7 @@ def test_following_a_path_meets_every_frame_and_smoothness_steadies_it(shipped, 
             s = follow.step(effectors)
             assert measured_effector_errors(effectors, s.local_rot, s.trans, rest[0]).max() < 1e-3
             assert np.array_equal(s.latent, np.zeros(DIMS))   # one latent for the whole path
+            assert s.errors.shape == (len(effectors),)       # the frame's effectors', not the steadying targets'
             poses.append(s.positions)
         poses = np.stack(poses)
         jumps[mu] = np.linalg.norm(np.diff(poses[:, free], axis=0), axis=-1).mean()

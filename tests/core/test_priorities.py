@@ -10,7 +10,7 @@ from models.core.kinematics import forward_kinematics
 from models.core.skeleton import JOINT_INDEX, PARENTS
 from models.ik.effectors import Effector, EffectorKind, encode_effectors
 from models.ik.refine import JOINT_LIMITS, RefineOptions, refine_pose
-from models.ik.smplik import SmplIk, six_point_effectors
+from models.ik.smplik import SmplIk, SolveOptions, six_point_effectors
 
 P = EffectorKind.POSITION
 DEFAULTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
@@ -192,8 +192,8 @@ def test_planted_feet_keep_their_orientation_while_a_hand_moves(open_body, stand
     before = contacts.positions(fk)
     target = fk.positions[JOINT_INDEX["left_wrist"]] + [0.0, 0.3, 0.3]
     effs = pins(fk, {"left_wrist": target}, soft=("left_wrist",))
-    planted = net.solve(effs, rest, current_pose=(local, trans))
-    loose = net.solve(effs, rest, options=RefineOptions(plant_feet=False), current_pose=(local, trans))
+    planted = net.solve(effs, rest, SolveOptions(current_pose=(local, trans)))
+    loose = net.solve(effs, rest, SolveOptions(refine=RefineOptions(plant_feet=False), current_pose=(local, trans)))
     lift = lambda sol: np.abs(contacts.positions(forward_kinematics(sol.local_rot, rest, PARENTS, sol.trans))  # noqa: E731
                               - before)[:, 1].max()
     assert lift(planted) < 1e-3                  # heels, balls and toes stay within a millimetre of their height

@@ -1,5 +1,7 @@
 """SMPL-IK and the refinement: numpy vs torch, effector checks, exactness, far targets."""
 
+import re
+
 import numpy as np
 import pytest
 from conftest import ROOT, measured_effector_errors, smoke_train
@@ -11,7 +13,9 @@ from models.ik.refine import _residuals, _Targets, apply_step, refine_pose
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
 from models.core.skeleton import JOINT_INDEX, PARENTS
 from models.ik.effectors import Effector, encode_effectors
-from models.ik.smplik import DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, SmplIk, six_point_effectors
+from models.ik.smplik import DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, SmplIk, SolveOptions, six_point_effectors
+
+RAW = SolveOptions(refine=None)   # the network's pose as it is
 
 torch = pytest.importorskip("torch")
 
@@ -78,8 +82,8 @@ def test_mirrored_effectors_give_the_mirrored_pose(random_model, open_body, rng)
     mirror_rest = (rest @ m)[list(MIRROR)]
     for symmetric in (True, False):
         net = SmplIk(prepare(random_model.numpy_params()), random_model.config, symmetric=symmetric)
-        a = net.solve(effs, rest, refine=False)
-        b = net.solve(mirrored(effs), mirror_rest, refine=False)
+        a = net.solve(effs, rest, RAW)
+        b = net.solve(mirrored(effs), mirror_rest, RAW)
         back = (m @ b.local_rot @ m)[list(MIRROR)]            # a mirrored local rotation is M R M
         exact = np.allclose(back, a.local_rot, atol=1e-6) and np.allclose(b.positions[list(MIRROR)] @ m, a.positions,
                                                                           atol=1e-6)
@@ -90,8 +94,8 @@ def test_order_of_effectors_does_not_matter(random_model, open_body, rng):
     _, rest, fk = true_pose(open_body, rng)
     net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
     effs = mixed_effectors(fk)
-    a = net.solve(effs, rest, refine=False)
-    b = net.solve(effs[::-1], rest, refine=False)
+    a = net.solve(effs, rest, RAW)
+    b = net.solve(effs[::-1], rest, RAW)
     assert np.allclose(a.local_rot, b.local_rot, atol=1e-5) and np.allclose(a.trans, b.trans, atol=1e-5)
 
 
@@ -99,20 +103,20 @@ def test_a_repeated_effector_counts_once_and_weights_blend(random_model, open_bo
     _, rest, fk = true_pose(open_body, rng)
     net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
     effs = mixed_effectors(fk)
-    once = net.solve(effs, rest, refine=False)
-    twice = net.solve(effs + effs[:2], rest, refine=False)
+    once = net.solve(effs, rest, RAW)
+    twice = net.solve(effs + effs[:2], rest, RAW)
     assert np.allclose(once.local_rot, twice.local_rot, atol=1e-5) and np.allclose(once.trans, twice.trans, atol=1e-5)
     # two targets on one joint act as their weighted mean
     p, q = np.array(effs[2].target), np.array(effs[2].target) + [0.3, 0.0, 0.0]
     split = effs[:2] + [Effector(effs[2].joint, "position", tuple(p), weight=0.5),
                         Effector(effs[2].joint, "position", tuple(q), weight=0.5)] + effs[3:]
     mean = effs[:2] + [Effector(effs[2].joint, "position", tuple((p + q) / 2))] + effs[3:]
-    a, b = net.solve(split, rest, refine=False), net.solve(mean, rest, refine=False)
+    a, b = net.solve(split, rest, RAW), net.solve(mean, rest, RAW)
     assert np.allclose(a.local_rot, b.local_rot, atol=1e-5) and np.allclose(a.trans, b.trans, atol=1e-5)
     # the mean is 15 cm from the first target, half way to the second: a smooth network is
     # near linear over 30 cm, so the pose turns about half as far as for the second target
     # alone (the first alone: not at all; the second alone: all the way)
-    at_q = net.solve(effs[:2] + [Effector(effs[2].joint, "position", tuple(q))] + effs[3:], rest, refine=False)
+    at_q = net.solve(effs[:2] + [Effector(effs[2].joint, "position", tuple(q))] + effs[3:], rest, RAW)
     half = geodesic_angle(a.local_rot, once.local_rot).sum() / geodesic_angle(at_q.local_rot, once.local_rot).sum()
     assert 0.3 < half < 0.7, half
 
@@ -124,7 +128,7 @@ def test_batched_positions_match_single_solves(random_model, open_body, rng):
     targets = np.stack([fk.positions[list(SIX_POINT_JOINTS)] for _, _, fk in poses])
     local, trans = net.solve_positions(SIX_POINTS, targets, rest)
     for n, (_, r, fk) in enumerate(poses):
-        one = net.solve(six_point_effectors(fk.positions), r, refine=False)
+        one = net.solve(six_point_effectors(fk.positions), r, RAW)
         assert np.allclose(local[n], one.local_rot, atol=1e-5) and np.allclose(trans[n], one.trans, atol=1e-5)
     targets[1, 3, 2] = np.nan
     with pytest.raises(SmplIkError, match="pose 1: the target of right_wrist is not a finite number"):
@@ -225,9 +229,9 @@ def test_shipped_model_solves_six_points(held_out_poses):
     errors, refined = [], []
     for n in range(0, len(pos), 4):
         effs = six_point_effectors(pos[n])
-        sol = net.solve(effs, rest[n], refine=False)
+        sol = net.solve(effs, rest[n], RAW)
         errors.append(np.linalg.norm(sol.positions - pos[n], axis=-1).mean())
-        ref = net.solve(effs, rest[n], refine=True)
+        ref = net.solve(effs, rest[n])
         refined.append(measured_effector_errors(effs, ref.local_rot, ref.trans, rest[n]).max())
     assert np.mean(errors) < 0.020, np.mean(errors)  # an untrained model is 20+ cm off
     assert max(refined) < 2e-5, max(refined)
@@ -334,3 +338,87 @@ def test_joint_weight_scales_only_the_joint_position_term(random_model):
     mpjpe = (fk(local, rest, trans)[1] - pos).norm(dim=-1).mean()
     gap = losses(model, rot, rest, world, pos, eff, 20.0) - losses(model, rot, rest, world, pos, eff, 5.0)
     assert mpjpe > 0.01 and torch.isclose(gap, 15.0 * mpjpe, rtol=1e-3)
+
+
+SHIPPED_SMPLIK = pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/ik/weights/smplik.npz not trained yet")
+
+
+def a_posed_problem(open_body, rng):
+    """A random pose on the open body and four of its effectors (two soft), with the pose."""
+    rest = open_body.rest_joints(np.zeros(10))
+    truth = axis_angle_to_matrix(rng.normal(scale=0.3, size=(24, 3)))
+    fk = forward_kinematics(truth, rest, PARENTS, np.array([0.0, 0.05, 0.0]))
+    effs = [Effector("pelvis", "position", tuple(fk.positions[0])),
+            Effector("left_ankle", "position", tuple(fk.positions[7])),
+            Effector("right_ankle", "position", tuple(fk.positions[8] + [0.0, 0.0, 0.04]), soft=True),
+            Effector("left_wrist", "position", tuple(fk.positions[20] + [1.2, 0.0, 0.0]), soft=True)]   # out of reach
+    return rest, effs, (truth, fk.positions[0] - rest[0])
+
+
+@SHIPPED_SMPLIK
+def test_solve_options_whole_give_the_default_pose_as_the_network_guess_refined(open_body, rng):
+    """A plain solve, a default SolveOptions and the one spelled out are the same pose, bit for
+    bit; and it is the network's guess refined by refine_from (the public steps solve takes)."""
+    from models.ik.refine import RefineOptions
+
+    net = SmplIk.load()
+    rest, effs, _ = a_posed_problem(open_body, rng)
+    plain = net.solve(effs, rest)
+    for options in (SolveOptions(), SolveOptions(refine=RefineOptions(), mode="deterministic", current_pose=None,
+                                                 warm_start=False, keep=None)):
+        again = net.solve(effs, rest, options)
+        assert np.array_equal(again.local_rot, plain.local_rot) and np.array_equal(again.trans, plain.trans)
+        assert np.array_equal(again.errors, plain.errors) and again.misses == plain.misses
+    guess = [x[0] for x in net.predict(encode_effectors(effs), rest[None])]
+    stepwise = net.refine_from(effs, guess, rest)
+    assert np.array_equal(stepwise.local_rot, plain.local_rot) and np.array_equal(stepwise.errors, plain.errors)
+    assert plain.misses and plain.misses[0].joint == "left_wrist"   # the far target is reported, not met
+    raw = net.solve(effs, rest, RAW)
+    assert np.array_equal(raw.local_rot, guess[0]) and raw.errors is None
+
+
+@SHIPPED_SMPLIK
+def test_refine_from_reports_the_given_effectors_and_plants_the_feet(open_body, rng):
+    """With a pose on screen, refine_from adds planted-feet effectors: its errors are still one
+    per given effector (as measured on the pose), and the feet keep the screen's orientation."""
+    net = SmplIk.load()
+    rest, effs, on_screen = a_posed_problem(open_body, rng)
+    out = net.refine_from(effs, on_screen, rest, current_pose=on_screen)
+    assert out.errors.shape == (len(effs),) and out.latent is None and np.array_equal(out.rest, rest)
+    assert np.abs(out.errors - measured_effector_errors(effs, out.local_rot, out.trans, rest)).max() < 1e-9
+    screen = forward_kinematics(on_screen[0], rest, PARENTS, on_screen[1]).rotations
+    left_foot = [JOINT_INDEX[j] for j in ("left_ankle", "left_foot")]   # the hard ankle pin plants its foot
+
+    def foot_turn(solution):
+        posed = forward_kinematics(solution.local_rot, rest, PARENTS, solution.trans).rotations
+        return max(geodesic_angle(posed[j], screen[j]) for j in left_foot)
+
+    assert foot_turn(out) < np.radians(0.5)
+    assert foot_turn(net.refine_from(effs, on_screen, rest)) > np.radians(2.0)   # unplanted, the far pull turns it
+
+
+def test_solve_and_sample_take_only_whole_solve_options(random_model, open_body):
+    """Refine options passed where the SolveOptions go, a bare flag for refine or an unknown
+    mode are refused with a message that says where they go."""
+    from models.ik.refine import RefineOptions
+
+    net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
+    rest = open_body.rest_joints(np.zeros(10))
+    effs = [Effector("pelvis", "position", (0.0, 0.9, 0.0))]
+    with pytest.raises(SmplIkError, match="options must be a SolveOptions \\(RefineOptions go in its `refine`\\)"):
+        net.solve(effs, rest, RefineOptions())
+    with pytest.raises(SmplIkError, match="must be a RefineOptions or None, not bool"):
+        SolveOptions(refine=True)
+    with pytest.raises(SmplIkError, match="mode must be one of deterministic, natural"):
+        SolveOptions(mode=None)
+    with pytest.raises(SmplIkError, match="keep and warm_start are solve's"):
+        net.sample(effs, rest, options=SolveOptions(warm_start=True))
+
+
+def test_path_follower_and_the_benchmarks_use_only_the_public_solver():
+    """PathFollower and the benchmark scripts call SmplIk's public methods, never a private one."""
+    private = re.compile(r"\b(?:net|model|self\.net)\._[a-z]\w*\(")
+    for path in (ROOT / "models" / "ik" / "path.py", ROOT / "scripts" / "benchmark.py",
+                 ROOT / "scripts" / "benchmark_drag.py"):
+        calls = private.findall(path.read_text())
+        assert not calls, f"{path.name} calls private solver methods: {calls}"
