@@ -6,11 +6,11 @@ sticks on its own bones; skipped without the data).
 
     .venv/bin/python scripts/demo.py [--out out] [--samples 32] [--resolution 1600 720]
 
-Writes OUT/demo.png and OUT/demo.blend (each written to a temporary file, then renamed).
+Writes OUT/demo.png and OUT/demo.blend (each written to a temporary file, then renamed:
+models.core.files.atomic_path).
 """
 import argparse
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -231,18 +231,6 @@ def driven_rig(bpy, scene, location, notes):
     return rig, sticks
 
 
-def write_atomically(final, write):
-    """Call write(tmp_path), then move the finished file into place."""
-    final = Path(final)
-    tmp = final.with_name(f".{final.stem}.partial{final.suffix}")
-    try:
-        write(str(tmp))
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="out", help="output folder (default: out)")
@@ -262,15 +250,15 @@ def main(argv=None):
     build_scene(bpy, bridge, args.resolution, args.samples)
     t_scene = time.time() - t0
 
-    def render(path):
-        bpy.context.scene.render.filepath = path
-        bpy.ops.render.render(write_still=True)
+    from models.core.files import atomic_path
 
     t0 = time.time()
-    write_atomically(out / "demo.png", render)
+    with atomic_path(out / "demo.png") as tmp:
+        bpy.context.scene.render.filepath = tmp
+        bpy.ops.render.render(write_still=True)
     t_render = time.time() - t0
-    write_atomically(out / "demo.blend",
-                     lambda p: bpy.ops.wm.save_as_mainfile(filepath=p, copy=True, check_existing=False))
+    with atomic_path(out / "demo.blend") as tmp:
+        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, check_existing=False)
     print(f"scene {t_scene:.1f} s, render {t_render:.1f} s -> {out / 'demo.png'}, {out / 'demo.blend'}")
 
 

@@ -32,12 +32,11 @@ from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, Pose
 from models.ik.nn import prepare  # noqa: E402
 from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
 from models.training.flow import PoseFlowTorch, TorchCost  # noqa: E402
-from models.training.loop import (Augmentation, TorchBody, finish, fk, geodesic, initialise,  # noqa: E402
-                                   load_pose_data, run_config, train, training_arguments)
+from models.training.effectors import effector_loss, make_effectors  # noqa: E402
+from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
+                                   load_pose_data, placed_batch, run_config, train, training_arguments)
 from models.training.rotations import axis_angle_to_matrix, matrix_to_axis_angle  # noqa: E402
 from models.training.smplik import SmplIkTorch  # noqa: E402
-from train_ikgat import DEFAULT_DATA, ensure_data  # noqa: E402
-from train_smplik import batch, effector_loss, make_effectors  # noqa: E402
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 120},
@@ -90,7 +89,7 @@ def evaluate(net, data, body, frames=500, seed=1):
     """Validation through the numpy runtime: MPJPE (mm) of the deterministic answer and of
     the natural pose (latent zero), six points and random sets, without refinement."""
     gen = torch.Generator().manual_seed(seed)
-    rot, rest, trans, world, pos = batch(data, body, min(frames, len(data.poses)), gen)
+    rot, rest, trans, world, pos = placed_batch(data, body, min(frames, len(data.poses)), gen)
     out = {}
     for name, share in (("six_points", 1.0), ("random", 0.0)):
         joints, feats, mask, _, _ = make_effectors(world, pos, gen, six_share=share, max_eff=MAX_EFF, equal_kinds=0.5)
@@ -108,8 +107,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
-    ap.add_argument("--swap", type=float, default=0.2,
-                    help="chance that a limb or the trunk takes its rotations from another frame (default 0.2)")
     ap.add_argument("--origin-weight", type=float, default=1.0,
                     help="weight of the origin's fit (the deterministic trainer's loss) (default 1)")
     ap.add_argument("--cost-weight", type=float, default=0.003,
@@ -121,8 +118,7 @@ def main(argv=None):
                     help="radians of Gaussian noise on the true residuals (default 0.02): joints the "
                          "network always gets right (the capture does not move the hands) would "
                          "otherwise collapse the density and dominate the loss")
-    ap.set_defaults(jitter=0.0)
-    args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_FLOW_WEIGHTS).parse_args(argv)
+    args = training_arguments(ap, PRESETS, DEFAULT_FLOW_WEIGHTS).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
@@ -139,7 +135,7 @@ def main(argv=None):
     base_params = base.numpy_params()
 
     def batch_loss(gen):
-        rot, rest, _, world, pos = batch(train_set, body, cfg["batch"], gen, augment)
+        rot, rest, _, world, pos = placed_batch(train_set, body, cfg["batch"], gen, augment)
         eff = make_effectors(world, pos, gen, six_share=0.25, max_eff=MAX_EFF, equal_kinds=0.5)
         return flow_losses(base, flow, cost, rot, rest, world, pos, eff, args.origin_weight, args.cost_weight,
                            args.noise, gen, args.sample_weight)[0]

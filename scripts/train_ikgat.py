@@ -13,7 +13,6 @@ kept (--bend, --bend-joints, --bend-degrees), so the network also meets rigs and
 the capture.
 """
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,28 +26,16 @@ from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
 from models.training.ikgat import IkGatTorch  # noqa: E402
 from models.ik.nn import prepare  # noqa: E402
 from models.core.rotations import geodesic_angle  # noqa: E402
-from models.training.loop import (Augmentation, TorchBody, finish, fk, geodesic,  # noqa: E402
+from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic,  # noqa: E402
                                    initialise, load_pose_data, run_config, sample_batch, train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 2e-3, "max_steps": 150},
     "full": {"minutes": 45.0, "batch": 256, "lr": 2e-3, "max_steps": 10 ** 9},
 }
-DEFAULT_DATA = ROOT / "out" / "cmu_train_smpl.npz"
-MOCAP = ROOT.parent / "shared" / "data" / "mocap" / "cmu_train"
 # Tips beyond the leaves (head top, hand tips, toes), so the FK loss sees leaf rotations.
 TIPS = {15: (0.0, 0.15, 0.0), 22: (0.1, 0.0, 0.0), 23: (-0.1, 0.0, 0.0), 10: (0.0, 0.0, 0.06),
         11: (0.0, 0.0, 0.06)}
-
-
-def ensure_data(path):
-    if Path(path).exists() or Path(path) != DEFAULT_DATA:
-        return path
-    if not MOCAP.is_dir():
-        raise SystemExit(f"no training data: {path} is missing and {MOCAP} is not here")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "build_dataset.py"), str(MOCAP), "--out", str(path),
-                    "--fps", "60", "--skip-first", "1", "--jobs", "2"], check=True)
-    return path
 
 
 def fk_loss(local_pred, local_true, rest):
@@ -77,12 +64,7 @@ def evaluate(model, data, body, frames=2000, seed=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--swap", type=float, default=0.2,
-                    help="chance that a limb or the trunk takes its rotations from another frame (default 0.2)")
-    ap.add_argument("--jitter", type=float, default=0.05,
-                    help="chance that a joint is set to its rest rotation, and again that it turns by up to "
-                         "45 degrees more (default 0.05)")
-    args = training_arguments(ap, PRESETS, DEFAULT_DATA, DEFAULT_WEIGHTS).parse_args(argv)
+    args = training_arguments(ap, PRESETS, DEFAULT_WEIGHTS, jitter=0.05).parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()

@@ -1,6 +1,8 @@
-"""Training utilities shared by the learned-IK trainers (torch): data, augmentation, bodies.
+"""Training utilities shared by the learned-IK trainers (torch): data, augmentation, bodies,
+batches and the trainers' common command-line options.
 
-Training data is the file `scripts/build_dataset.py` writes from retargeted motion capture.
+Training data is the file `scripts/build_dataset.py` (models.motion.batch.build_dataset)
+writes from retargeted motion capture; `ensure_data` builds the default one on first use.
 Every batch draws poses, gives them a random body shape (betas ~ N(0, 1)), mirrors half of
 them left-right and turns them to a random heading.
 """
@@ -21,6 +23,11 @@ from ..core.files import write_json
 from ..core.kinematics import depth_levels
 from .rotations import axis_angle_to_matrix, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, SINGLE
+from ..motion.batch import build_dataset, save_npz_atomically
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DATA = ROOT / "out" / "cmu_train_smpl.npz"   # the trainers' --data default
+MOCAP = ROOT.parent / "shared" / "data" / "mocap" / "cmu_train"   # what it is built from
 
 # Whole clips kept out of training (one or more per kind of motion in cmu_train).
 VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
@@ -34,6 +41,23 @@ class PoseData:
     clip: np.ndarray         # (N,)
     clips: list
     sha256: str
+
+
+def ensure_data(path):
+    """`path`, after building it from MOCAP (60 fps, each clip's reference frame dropped, two
+    processes) when it is DEFAULT_DATA and missing; SystemExit when MOCAP is not here."""
+    if Path(path).exists() or Path(path) != DEFAULT_DATA:
+        return path
+    if not MOCAP.is_dir():
+        raise SystemExit(f"no training data: {path} is missing and {MOCAP} is not here")
+    data = build_dataset(MOCAP, fps=60, skip_first=1, workers=2)
+    for line in data.messages():
+        print(line, flush=True)
+    if not data.arrays:
+        raise SystemExit(f"no training data: no clip of {MOCAP} could be retargeted")
+    save_npz_atomically(path, **data.arrays)
+    print(data.summary(path), flush=True)
+    return path
 
 
 def load_pose_data(path, validation=VALIDATION_CLIPS):
@@ -179,6 +203,17 @@ def sample_batch(data, body, size, gen, augment=Augmentation()):
     return rot, rest
 
 
+def placed_batch(data, body, size, gen, augment=Augmentation()):
+    """sample_batch's poses placed in the world: local rotations (B, 24, 3, 3), rest joints
+    (B, 24, 3), root translations (B, 3) (metres: x and z in -1..1, y in -0.2..0.2), and the
+    posed world rotations (B, 24, 3, 3) and joint positions (B, 24, 3)."""
+    rot, rest = sample_batch(data, body, size, gen, augment)
+    trans = torch.stack([2 * torch.rand(size, generator=gen) - 1, 0.4 * torch.rand(size, generator=gen) - 0.2,
+                         2 * torch.rand(size, generator=gen) - 1], -1)
+    world, pos = fk(rot, rest, trans)
+    return rot, rest, trans, world, pos
+
+
 def geodesic(a, b):
     """Mean geodesic angle (radians) between rotation batches."""
     cos = ((a.transpose(-1, -2) @ b).diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2
@@ -195,8 +230,9 @@ def training_record(config, preset, data, seconds, steps, metrics, extra=None):
             "date": time.strftime("%Y-%m-%d"), **(extra or {})}
 
 
-def training_arguments(parser, presets, default_data, default_out):
-    """The command-line options both trainers share."""
+def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, jitter=0.0):
+    """The command-line options every trainer shares (Augmentation.from_args reads --swap,
+    --jitter and the --bend ones); jitter: the trainer's --jitter default."""
     parser.add_argument("--preset", choices=presets, default="full")
     parser.add_argument("--data", type=Path, default=default_data,
                         help="training poses from scripts/build_dataset.py")
@@ -206,6 +242,11 @@ def training_arguments(parser, presets, default_data, default_out):
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--init", type=Path, help="continue from these weights (same architecture)")
+    parser.add_argument("--swap", type=float, default=0.2,
+                        help="chance that a limb or the trunk takes its rotations from another frame (default 0.2)")
+    parser.add_argument("--jitter", type=float, default=jitter,
+                        help="chance that a joint is set to its rest rotation, and again that it turns by up to "
+                             f"45 degrees more (default {jitter:g}{': off' if not jitter else ''})")
     parser.add_argument("--bend", type=float, default=0.0,
                         help="chance that a joint's bone turns further, its twist kept (default 0: off)")
     parser.add_argument("--bend-joints", type=bend_joint_list, default=SINGLE, metavar="NAMES",

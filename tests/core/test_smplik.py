@@ -321,22 +321,19 @@ def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
 
 
 def test_joint_weight_scales_only_the_joint_position_term(random_model):
-    import sys
-
-    from models.training.loop import PoseData, TorchBody, fk
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from train_smplik import batch, losses, make_effectors
+    from models.training.effectors import make_effectors
+    from models.training.loop import PoseData, TorchBody, fk, placed_batch
+    from models.training.smplik import training_loss
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(8, 24, 3))).float()
     data = PoseData(poses, np.zeros(8, int), ["a"], "")
     gen = torch.Generator().manual_seed(0)
-    rot, rest, _, world, pos = batch(data, TorchBody(), 16, gen)
+    rot, rest, _, world, pos = placed_batch(data, TorchBody(), 16, gen)
     model = random_model.float()
     eff = make_effectors(world, pos, gen)
     local, trans = model(*eff[:3], rest)
     mpjpe = (fk(local, rest, trans)[1] - pos).norm(dim=-1).mean()
-    gap = losses(model, rot, rest, world, pos, eff, 20.0) - losses(model, rot, rest, world, pos, eff, 5.0)
+    gap = training_loss(model, rot, rest, world, pos, eff, 20.0) - training_loss(model, rot, rest, world, pos, eff, 5.0)
     assert mpjpe > 0.01 and torch.isclose(gap, 15.0 * mpjpe, rtol=1e-3)
 
 
