@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.body.model import GENDERS, load_body_model, open_body_path  # noqa: E402
-from models.motion.bvh import read_bvh  # noqa: E402
+from models.motion.bvh import find_bvh_files, read_bvh  # noqa: E402
 from models.core.errors import SmplIkError  # noqa: E402
 from models.core.files import write_json  # noqa: E402
 from models.core.kinematics import analytic_rotations  # noqa: E402
@@ -96,7 +96,7 @@ def held_out_clips():
 
 def ground_truth(folder, max_frames, held_out_only, body, seed=0):
     """Local rotations (N, 24, 3, 3), rest joints (N, 24, 3), positions (N, 24, 3), clip names."""
-    files = sorted(folder.glob("*.bvh"))
+    files = [f.path for f in find_bvh_files([folder]).found]
     if held_out_only:
         held = held_out_clips()
         files = [f for f in files if f.name in held]

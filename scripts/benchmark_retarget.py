@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from models.core.files import write_json  # noqa: E402
 from models.motion.batch import RetargetJob, run_job  # noqa: E402
 from models.body.model import load_body_model  # noqa: E402
-from models.motion.bvh import read_bvh  # noqa: E402
+from models.motion.bvh import find_bvh_files, read_bvh  # noqa: E402
 from models.motion.retarget import retarget  # noqa: E402
 
 DEFAULT = [ROOT.parent / "shared" / "data" / "mocap" / name for name in ("cmu_train", "m21", "cmu_varied")]
@@ -42,7 +42,7 @@ def timed(fn, repeat):
 
 
 def bench_folder(folder, body, repeat):
-    files = sorted(folder.glob("*.bvh"))
+    files = [f.path for f in find_bvh_files([folder]).found]
     frames = read_s = retarget_s = total_s = 0.0
     errors, raw_errors, checks = [], [], {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,21 +3,22 @@
     python scripts/retarget.py INPUT... --out DIR [options]
 
 INPUT is a .bvh file, a folder (searched recursively) or a glob ("mocap/**/*.bvh").
-For X.bvh it writes DIR/X.npz (folders keep their sub-folders) with
-  poses (T, 72) axis-angle in SMPL joint order, root first;  trans (T, 3) metres;
-  betas (10,) from shape inversion, at the source's size;  mocap_framerate;  gender;
-  body_model;  length_unit;  and the body check: height_m, max_abs_beta,
-  length_residual_pct, torso_lean_deg (source, body) and warnings (one string each),
-in SMPL's frame (Y up). The file's length unit is inferred from its skeleton (an adult is
-1.4-2.1 m tall) unless --unit gives it. A body that is not plausible (height outside
-1.4-2.1 m with an inferred unit, betas at their bound, bone lengths missed by over 5%, the
-torso leaning 10 degrees off the source's) is retargeted with a WARNING in the table, the
-.npz and the --report JSON. Existing outputs are kept unless --overwrite. A failed file
-never leaves a partial output and the others still run; the exit status is 1 if any file
-failed.
+For X.bvh it writes DIR/X.npz (folders keep their sub-folders), as every motion file of this
+project is written (models.motion.amass.write_motion_npz), with
+  poses (T, 72) axis-angle in SMPL joint order, root first;  root_orient (T, 3) and
+  pose_body (T, 63), AMASS's split of them;  trans (T, 3) metres;  betas (10,) from shape
+  inversion, at the source's size;  mocap_framerate and mocap_frame_rate;  gender;
+  body_model;  up_axis ("Y": SMPL's frame, Y up);  and the retargeting report: source,
+  limb_error_deg, length_unit and the body check: height_m, max_abs_beta,
+  length_residual_pct, torso_lean_deg (source, body) and warnings (one string each).
+The file's length unit is inferred from its skeleton (an adult is 1.4-2.1 m tall) unless
+--unit gives it. A body that is not plausible (height outside 1.4-2.1 m with an inferred
+unit, betas at their bound, bone lengths missed by over 5%, the torso leaning 10 degrees off
+the source's) is retargeted with a WARNING in the table, the .npz and the --report JSON. Existing outputs are kept unless --overwrite: their files are
+reported as skipped, so a batch can be run again to finish what it left. A failed file never
+leaves a partial output and the others still run; the exit status is 1 if any file failed.
 """
 import argparse
-import glob
 import os
 import sys
 import time
@@ -28,38 +29,17 @@ sys.path.insert(0, str(ROOT))
 
 from models.core.errors import SmplIkError  # noqa: E402
 from models.core.files import write_json  # noqa: E402
-from models.motion.batch import JobResult, RetargetJob, run_job  # noqa: E402
+from models.motion.batch import JobResult, RetargetJob, run_job, run_jobs  # noqa: E402
+from models.motion.bvh import find_bvh_files  # noqa: E402
 from models.motion.retarget import LENGTH_UNITS, parse_unit  # noqa: E402
 
 
-def expand_inputs(inputs):
-    """[(source path, output path relative to --out)] and a list of (input, error)."""
-    found, missing = [], []
-    for item in inputs:
-        p = Path(item)
-        if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.suffix.lower() == ".bvh" and f.is_file())
-            found += [(f, f.relative_to(p).with_suffix(".npz")) for f in files]
-            if not files:
-                missing.append((item, "folder has no .bvh files"))
-        elif p.is_file():
-            found.append((p, Path(p.name).with_suffix(".npz")))
-        elif any(ch in item for ch in "*?["):
-            files = sorted(Path(f) for f in glob.glob(item, recursive=True) if Path(f).is_file())
-            found += [(f, Path(f.name).with_suffix(".npz")) for f in files]
-            if not files:
-                missing.append((item, "pattern matches no files"))
-        else:
-            missing.append((item, "no such file or folder"))
-    return found, missing
-
-
 def make_jobs(args):
-    found, missing = expand_inputs(args.inputs)
+    search = find_bvh_files(args.inputs)
     out = Path(args.out)
-    jobs, failures, claimed = [], [JobResult(source=i, output="", ok=False, error=e) for i, e in missing], {}
-    for src, rel in found:
-        target = out / rel
+    jobs, failures, claimed = [], [JobResult(source=i, output="", ok=False, error=e) for i, e in search.missing], {}
+    for found in search.found:
+        src, target = found.path, out / found.relative.with_suffix(".npz")
         if target in claimed:
             failures.append(JobResult(source=str(src), output=str(target), ok=False,
                                       error=f"same output as {claimed[target]}; rename one of them"))
@@ -82,7 +62,7 @@ class Progress:
 
     def update(self, result):
         self.done += 1
-        self.failed += not result.ok
+        self.failed += result.failed
         if self.tty:
             width = 30
             filled = int(width * self.done / max(self.total, 1))
@@ -92,27 +72,9 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            status = ("WARNING" if result.warnings else "ok") if result.ok else "FAILED"
+            status = ("WARNING" if result.warnings else "ok") if result.ok else "skipped" if result.skipped else "FAILED"
             self.stream.write(f"[{self.done}/{self.total}] {status} {result.source}\n")
         self.stream.flush()
-
-
-def run_local(jobs, workers, progress):
-    if workers <= 1:
-        results = []
-        for job in jobs:
-            results.append(run_job(job))
-            progress.update(results[-1])
-        return results
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_job, job): i for i, job in enumerate(jobs)}
-        results = [None] * len(jobs)
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            progress.update(results[futures[fut]])
-    return results
 
 
 def run_dask(jobs, scheduler, workers, progress):
@@ -158,13 +120,17 @@ def summary(results, stream=sys.stdout):
                          f"{r.limb_error_deg:.2f}",
                          f"{r.seconds:.2f}", "WARNING: " + "; ".join(r.warnings) if r.warnings else "ok"))
         else:
-            rows.append((name,) + ("",) * 8 + (f"{r.seconds:.2f}", "FAILED: " + r.error))
+            rows.append((name,) + ("",) * 8 + (f"{r.seconds:.2f}", ("skipped: " + r.skipped) if r.skipped
+                                                else "FAILED: " + r.error))
     widths = [max(len(row[k]) for row in rows) for k in range(10)]
     for row in rows:
         stream.write("  ".join(c.ljust(w) for c, w in zip(row[:10], widths)) + "  " + row[10] + "\n")
     ok = [r for r in results if r.ok]
     frames = sum(r.frames for r in ok)
     stream.write(f"{len(ok)} of {len(results)} files retargeted, {frames} frames")
+    skipped = sum(bool(r.skipped) for r in results)
+    if skipped:
+        stream.write(f", {skipped} skipped (their outputs exist; --overwrite replaces them)")
     if ok:
         stream.write(f", mean limb-direction error {sum(r.limb_error_deg for r in ok) / len(ok):.2f} deg")
         warned = sum(bool(r.warnings) for r in ok)
@@ -175,7 +141,7 @@ def summary(results, stream=sys.stdout):
 
 def report(results):
     """The --report JSON: one entry per input file."""
-    return {"files": [{"source": r.source, "output": r.output, "ok": r.ok, "error": r.error,
+    return {"files": [{"source": r.source, "output": r.output, "ok": r.ok, "error": r.error, "skipped": r.skipped,
                        "frames": r.frames, "fps": r.fps, "unit": r.unit, "body": r.body,
                        "warnings": list(r.warnings), "notes": list(r.notes),
                        "limb_error_deg": None if r.limb_error_deg != r.limb_error_deg else round(r.limb_error_deg, 3)}
@@ -219,12 +185,12 @@ def main(argv=None):
     if args.executor == "dask":
         results = run_dask(jobs, args.scheduler, args.jobs, progress)
     else:
-        results = run_local(jobs, args.jobs, progress)
+        results = run_jobs(run_job, jobs, args.jobs, progress.update)
     results = failures + results
     summary(results)
     if args.report:
         write_json(args.report, report(results))
-    return 0 if results and all(r.ok for r in results) else 1
+    return 0 if results and not any(r.failed for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -229,7 +229,10 @@ def read_npz(path, keys, what="file"):
         npz = np.load(path, allow_pickle=False)
     except NPZ_ERRORS as exc:
         if isinstance(exc, ValueError) and "pickled data" in str(exc):
-            raise SmplIkError(f"{path}: not a readable {what} (a pickle, not an .npz archive)") from None
+            # numpy takes any file that is neither a zip nor an .npy for a pickle: a JPEG or
+            # a BVH lands here too, so only a pickle's own first bytes earn the word
+            kind = "a pickle, not an .npz archive" if _starts_like_a_pickle(path) else "not an .npz archive"
+            raise SmplIkError(f"{path}: not a readable {what} ({kind})") from None
         raise SmplIkError(f"{path}: not a readable {what} ({_describe(exc)})") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
         raise SmplIkError(f"{path}: not a readable {what} (a single .npy array, not an .npz archive)")
@@ -246,6 +249,16 @@ def read_npz(path, keys, what="file"):
                 raise SmplIkError(f"{path}: not a readable {what}: array '{k}' is damaged "
                                   f"({_describe(exc)})") from None
     return out
+
+
+def _starts_like_a_pickle(path):
+    """True when the file opens as a pickle of protocol 2 or later does (PROTO, then 2-5)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+    except OSError:
+        return False
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
 def _describe(exc):

@@ -1,9 +1,12 @@
-"""One retargeting job per file, for local processes or a dask cluster alike.
+"""One retargeting job per file, for local processes or a dask cluster alike, the pool of
+local processes that runs them (`run_jobs`), and training sets built from a folder of clips.
 
 A job never raises: bad input comes back as a result with an error message, so a batch
-goes on. Outputs are written to a temporary file beside the target and renamed, so a
-failure never leaves a half-written file.
+goes on; outputs that exist already are kept and the job reported as skipped. Outputs are
+written to a temporary file beside the target and renamed, so a failure never leaves a
+half-written file.
 """
+import functools
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -12,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..body.model import load_body_model, open_body_name
-from .bvh import read_bvh
+from .amass import MotionFile, write_motion_npz
+from .bvh import find_bvh_files, read_bvh
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
 from .mapping import build_mapping, load_overrides
@@ -34,10 +38,15 @@ class RetargetJob:
 
 @dataclass(frozen=True)
 class JobResult:
+    """What became of one job: ok (retargeted and written), skipped (its outputs exist and
+    the job did not ask to overwrite them: they are kept; `skipped` says which) or failed
+    (`error` says why)."""
+
     source: str
     output: str
     ok: bool
     error: str = ""
+    skipped: str = ""           # why the job did not run ("... exists"), "" when it ran
     frames: int = 0
     fps: float = 0.0
     limb_error_deg: float = float("nan")
@@ -47,6 +56,10 @@ class JobResult:
     unit: str = ""                      # the length unit used (inferred or given)
     body: dict = field(default_factory=dict)   # retarget.BodyCheck.report(): height, betas, ...
     warnings: tuple = field(default_factory=tuple)  # an implausible body: why (BodyCheck)
+
+    @property
+    def failed(self):
+        return not self.ok and not self.skipped
 
 
 def body_name(path):
@@ -92,34 +105,42 @@ def dataset_clip(job, fps=None, skip_first=0):
             "limb_error_deg": result.mean_limb_error_deg, "warnings": result.check.warnings}
 
 
+def retarget_record(job, result):
+    """The retargeting report `run_job` writes beside the motion (write_motion_npz's extras):
+    source (the BVH's name), limb_error_deg, length_unit, and the body check: height_m,
+    max_abs_beta, length_residual_pct, torso_lean_deg (source, body; NaN where not known)
+    and warnings (one string each). Numbers are float64 like the motion's, text unicode."""
+    check = result.check
+    return {"source": np.array(Path(job.source).name),
+            "limb_error_deg": np.float64(result.mean_limb_error_deg),
+            "length_unit": np.array(result.rig.unit_name),
+            "height_m": np.float64(check.height_m),
+            "max_abs_beta": np.float64(check.max_abs_beta),
+            "length_residual_pct": np.float64(check.length_residual_pct),
+            "torso_lean_deg": np.array([check.lean_source_deg, check.lean_body_deg], np.float64),
+            "warnings": np.array(check.warnings, dtype=str)}
+
+
 def run_job(job):
-    """Retarget one BVH file to SMPL parameters (AMASS-style .npz). Returns a JobResult."""
+    """Retarget one BVH file to SMPL parameters: an AMASS-style .npz through
+    amass.write_motion_npz, in SMPL's frame (up_axis 'Y'), with retarget_record's report
+    beside the motion. Returns a JobResult; outputs that exist are kept (skipped) unless
+    job.overwrite."""
     start = time.perf_counter()
     try:
         out = Path(job.output)
-        if out.exists() and not job.overwrite:
-            raise SmplIkError(f"{out} exists; pass --overwrite to replace it")
-        if job.bvh_output and Path(job.bvh_output).exists() and not job.overwrite:
-            raise SmplIkError(f"{job.bvh_output} exists; pass --overwrite to replace it")
+        outputs = [out] + ([Path(job.bvh_output)] if job.bvh_output else [])
+        existing = [str(p) for p in outputs if p.exists()]
+        if existing and not job.overwrite:
+            said = f"{existing[0]} exists" if len(existing) == 1 else f"{' and '.join(existing)} exist"
+            return JobResult(source=job.source, output=job.output, ok=False,
+                             skipped=f"{said}; pass --overwrite to replace it", seconds=time.perf_counter() - start)
         body, motion, mapping, result = retarget_source(job)
         t = motion.num_frames
-        save_npz_atomically(
-            out, overwrite=job.overwrite,
-            poses=result.poses.reshape(t, -1).astype(np.float32),
-            trans=result.trans.astype(np.float32),
-            betas=result.betas.astype(np.float32),
-            mocap_framerate=np.float64(result.fps),
-            gender=np.array(body.gender),
-            body_model=np.array(body_name(job.body)),
-            source=np.array(Path(job.source).name),
-            limb_error_deg=np.float32(result.mean_limb_error_deg),
-            length_unit=np.array(result.rig.unit_name),
-            height_m=np.float32(result.check.height_m),
-            max_abs_beta=np.float32(result.check.max_abs_beta),
-            length_residual_pct=np.float32(result.check.length_residual_pct),
-            torso_lean_deg=np.array([result.check.lean_source_deg, result.check.lean_body_deg], np.float32),
-            warnings=np.array(result.check.warnings, dtype=str),
-        )
+        write_motion_npz(out, MotionFile(poses=result.poses, trans=result.trans, betas=result.betas,
+                                         gender=body.gender, fps=result.fps, body_model=body_name(job.body),
+                                         up_axis="Y"),
+                         extras=retarget_record(job, result))
         if job.bvh_output:
             try:
                 write_smpl_bvh(job.bvh_output, axis_angle_to_matrix(result.poses), result.trans,
@@ -139,3 +160,94 @@ def run_job(job):
         return JobResult(source=job.source, output=job.output, ok=False,
                          error=f"internal error ({detail}); please report it with this file",
                          seconds=time.perf_counter() - start)
+
+
+# --- many jobs on local processes ------------------------------------------------------------
+
+def run_jobs(work, items, workers=1, on_result=lambda result: None):
+    """[work(item) for item in items], in the items' order, on `workers` local processes (1:
+    in this process, one after another); on_result(result) is called as each finishes. work
+    must be picklable (a module-level function, or functools.partial of one) when workers > 1,
+    and should not raise (run_job and dataset_clip return their errors): an exception ends
+    the batch."""
+    if workers <= 1:
+        results = []
+        for item in items:
+            results.append(work(item))
+            on_result(results[-1])
+        return results
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(work, item): i for i, item in enumerate(items)}
+        results = [None] * len(items)
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            on_result(results[futures[fut]])
+    return results
+
+
+# --- training sets -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Dataset:
+    """A training set built from clips (build_dataset): arrays, the file's contents ({} when
+    no clip could be retargeted); files, every clip found; failed, (file, error) of those
+    left out; warned, (file, warnings) of those kept with an implausible body."""
+
+    arrays: dict
+    files: tuple
+    failed: tuple
+    warned: tuple
+
+    @property
+    def clips(self):
+        return len(self.files) - len(self.failed)
+
+    def messages(self):
+        """Lines for a person: a FAILED line per clip left out, a WARNING line per clip kept
+        with an implausible body."""
+        return [f"FAILED {f}: {e}" for f, e in self.failed] + \
+            [f"WARNING {f}: {'; '.join(w)}" for f, w in self.warned]
+
+    def summary(self, out):
+        a = self.arrays
+        return (f"{out}: {len(a['poses'])} frames from {self.clips} of {len(self.files)} clips, "
+                f"mean limb-direction error {a['limb_error_deg'].mean():.2f} deg")
+
+
+def build_dataset(source, body="", mapping="", fps=None, skip_first=0, workers=1):
+    """Retarget every clip of `source` (a folder, searched recursively, a .bvh file or a glob:
+    bvh.find_bvh_files) into one training set; a Dataset whose arrays hold, for N kept frames
+    of C clips: poses (N, 72) axis-angle, SMPL joint order, and trans (N, 3) metres (float32:
+    training reads float32, and a set is large); clip (N,) clip index and frame (N,) frame in
+    its source file (int32); betas (C, 10) each clip's fitted shape (float32); clips (C,)
+    source paths below the folder; fps (C,) kept frame rate and source_fps (C,) (float64);
+    limb_error_deg (C,) (float32); body_model. Frames from `skip_first` on are kept, every
+    k-th so the rate comes near `fps` (dataset_clip). SmplIkError when no clip is found."""
+    search = find_bvh_files([source])
+    if search.missing:
+        raise SmplIkError(f"{source}: {search.missing[0][1]}")
+    files = [f.path for f in search.found]
+    jobs = [RetargetJob(source=str(f), output="", body=body, mapping=mapping) for f in files]
+    clips = run_jobs(functools.partial(dataset_clip, fps=fps, skip_first=skip_first), jobs, workers)
+    failed = tuple((f, c["error"]) for f, c in zip(files, clips) if "error" in c)
+    warned = tuple((f, tuple(c["warnings"])) for f, c in zip(files, clips) if "error" not in c and c["warnings"])
+    good = [(found, c) for found, c in zip(search.found, clips) if "error" not in c and len(c["frame"])]
+    failed += tuple((found.path, "no frames kept") for found, c in zip(search.found, clips)
+                    if "error" not in c and not len(c["frame"]))
+    arrays = {}
+    if good:
+        arrays = {
+            "poses": np.concatenate([c["poses"] for _, c in good]),
+            "trans": np.concatenate([c["trans"] for _, c in good]),
+            "clip": np.concatenate([np.full(len(c["frame"]), i, np.int32) for i, (_, c) in enumerate(good)]),
+            "frame": np.concatenate([c["frame"] for _, c in good]),
+            "betas": np.stack([c["betas"] for _, c in good]),
+            "clips": np.array([str(found.relative) for found, _ in good]),
+            "fps": np.array([c["fps"] for _, c in good]),
+            "source_fps": np.array([c["source_fps"] for _, c in good]),
+            "limb_error_deg": np.array([c["limb_error_deg"] for _, c in good], np.float32),
+            "body_model": np.array(body_name(body)),
+        }
+    return Dataset(arrays=arrays, files=tuple(files), failed=failed, warned=warned)

@@ -141,3 +141,28 @@ def test_shared_clips_read():
         header = int(path.read_text().split("Frames:")[1].split()[0])
         assert m.num_frames == header, path
         assert np.isclose(m.fps, 120 if "cmu_train" in str(path) else 60, rtol=1e-3), path
+
+
+# --- finding BVH files ------------------------------------------------------------------------
+
+def test_bvh_inputs_are_files_folders_searched_recursively_or_globs(tmp_path):
+    """One discovery for every script: a folder is searched into its sub-folders (any case
+    of .bvh, nothing else), keeping each file's path below it; a file is taken as named; a
+    glob's ** reaches sub-folders; inputs that name nothing say why."""
+    from models.motion.bvh import find_bvh_files
+
+    for rel in ("b.bvh", "a.BVH", "sub/c.bvh", "sub/deeper/d.bvh", "notes.txt", "sub/e.bvh.bak"):
+        (tmp_path / "mocap" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "mocap" / rel).write_text("x")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "mocap" / "folder.bvh").mkdir()      # a folder named like a clip is no clip
+    search = find_bvh_files([tmp_path / "mocap", str(tmp_path / "mocap" / "notes.txt"),
+                             str(tmp_path / "mocap" / "**" / "*.bvh"), tmp_path / "empty",
+                             tmp_path / "missing.bvh", str(tmp_path / "*.none")])
+    got = [(f.path.relative_to(tmp_path).as_posix(), f.relative.as_posix()) for f in search.found]
+    assert got == [("mocap/a.BVH", "a.BVH"), ("mocap/b.bvh", "b.bvh"), ("mocap/sub/c.bvh", "sub/c.bvh"),
+                   ("mocap/sub/deeper/d.bvh", "sub/deeper/d.bvh"),
+                   ("mocap/notes.txt", "notes.txt"),                                   # named alone: taken
+                   ("mocap/b.bvh", "b.bvh"), ("mocap/sub/c.bvh", "c.bvh"), ("mocap/sub/deeper/d.bvh", "d.bvh")]
+    assert [reason for _, reason in search.missing] == ["folder has no .bvh files", "no such file or folder",
+                                                        "pattern matches no files"]

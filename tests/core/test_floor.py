@@ -1,6 +1,8 @@
 """The floor under a motion (models.motion.floor): the lowest point of the posed body over a
 clip, measured on a few hundred vertices against the whole mesh, robust to glitch frames,
 and what the import does with it."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -172,14 +174,16 @@ def test_a_file_that_states_its_floor_keeps_its_place_on_it():
 
 def test_floor_height_is_written_and_read_back(tmp_path, rng):
     path = tmp_path / "clip.npz"
-    amass.write_motion_npz(path, rng.normal(size=(4, 72)), rng.normal(size=(4, 3)), np.zeros(10), "neutral", 30.0,
-                           up_axis="Z", floor_height=-0.25)
+    amass.write_motion_npz(path, amass.MotionFile(poses=rng.normal(size=(4, 72)), trans=rng.normal(size=(4, 3)),
+                                                  betas=np.zeros(10), gender="neutral", fps=30.0, up_axis="Z",
+                                                  floor_height=-0.25))
     assert amass.read_motion_npz(path).floor_height == -0.25
-    amass.write_motion_npz(path, np.zeros((4, 72)), np.zeros((4, 3)), np.zeros(10), "neutral", 30.0)
+    rest = amass.MotionFile(poses=np.zeros((4, 72)), trans=np.zeros((4, 3)), betas=np.zeros(10), gender="neutral",
+                            fps=30.0)
+    amass.write_motion_npz(path, rest)
     assert amass.read_motion_npz(path).floor_height is None        # nothing said of the floor
     with pytest.raises(SmplIkError, match="floor height to write are not all finite"):
-        amass.write_motion_npz(tmp_path / "nan.npz", np.zeros((4, 72)), np.zeros((4, 3)), np.zeros(10), "neutral",
-                               30.0, floor_height=float("nan"))
+        amass.write_motion_npz(tmp_path / "nan.npz", dataclasses.replace(rest, floor_height=float("nan")))
     assert not (tmp_path / "nan.npz").exists()
 
 

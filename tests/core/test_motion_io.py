@@ -126,12 +126,19 @@ def test_z_up_motion_lands_in_smpl_frame_joint_for_joint(rng, open_body):
 
 # --- writing ----------------------------------------------------------------------------------
 
+def still(frames, **change):
+    """A MotionFile to write: `frames` frames of the rest pose at the origin, 24 fps."""
+    fields = dict(poses=np.zeros((frames, 72)), trans=np.zeros((frames, 3)), betas=np.zeros(10), gender="neutral",
+                  fps=24.0)
+    return amass.MotionFile(**(fields | change))
+
+
 def test_written_motion_reads_back_with_amass_keys(tmp_path, rng):
     poses = rng.normal(scale=0.3, size=(9, 24, 3))
     trans = rng.normal(size=(9, 3))
     path = tmp_path / "clip.npz"
-    amass.write_motion_npz(path, poses, trans, np.arange(10) * 0.1, "female", 30.0,
-                           body_model="open_smpl_female", up_axis="Z")
+    amass.write_motion_npz(path, amass.MotionFile(poses=poses, trans=trans, betas=np.arange(10) * 0.1, gender="female",
+                                                  fps=30.0, body_model="open_smpl_female", up_axis="Z"))
     m = amass.read_motion_npz(path)
     assert np.array_equal(m.poses, poses) and np.array_equal(m.trans, trans)
     assert m.gender == "female" and m.fps == 30.0 and m.body_model == "open_smpl_female" and m.up_axis == "Z"
@@ -150,7 +157,7 @@ def test_a_failing_write_leaves_no_file_and_no_temporary(tmp_path, rng, monkeypa
 
     monkeypatch.setattr(amass.np, "savez", half_then_fail)
     with pytest.raises(SmplIkError, match="cannot write .*clip.npz: No space left on device"):
-        amass.write_motion_npz(path, np.zeros((2, 72)), np.zeros((2, 3)), np.zeros(10), "neutral", 24.0)
+        amass.write_motion_npz(path, still(2))
     assert os.listdir(tmp_path) == []
 
 
@@ -158,9 +165,9 @@ def test_values_that_are_not_numbers_are_refused_before_writing(tmp_path):
     poses = np.zeros((3, 72))
     poses[1, 5] = np.nan
     with pytest.raises(SmplIkError, match="poses to write are not all finite"):
-        amass.write_motion_npz(tmp_path / "x.npz", poses, np.zeros((3, 3)), np.zeros(10), "neutral", 24.0)
+        amass.write_motion_npz(tmp_path / "x.npz", still(3, poses=poses))
     with pytest.raises(SmplIkError, match="gender 'robot'"):
-        amass.write_motion_npz(tmp_path / "x.npz", np.zeros((3, 72)), np.zeros((3, 3)), np.zeros(10), "robot", 24.0)
+        amass.write_motion_npz(tmp_path / "x.npz", still(3, gender="robot"))
     assert os.listdir(tmp_path) == []
 
 
@@ -169,6 +176,98 @@ def test_optional_text_that_is_not_text_is_ignored(tmp_path):
     np.savez(path, poses=np.zeros((2, 72)), body_model=np.zeros(3), up_axis=np.array("sideways"))
     m = amass.read_motion_npz(path)
     assert m.body_model is None and m.up_axis is None
+
+
+def test_extras_are_written_beside_the_motion_but_never_replace_it(tmp_path):
+    path = tmp_path / "clip.npz"
+    amass.write_motion_npz(path, still(2), extras={"source": np.array("walk.bvh"), "height_m": np.float64(1.7)})
+    with np.load(path, allow_pickle=False) as d:
+        assert str(d["source"]) == "walk.bvh" and float(d["height_m"]) == 1.7 and str(d["up_axis"]) == "Y"
+        assert d["poses"].dtype == d["trans"].dtype == d["betas"].dtype == np.float64
+    for extras, says in (({"poses": np.zeros((2, 72))}, r"extra arrays \['poses'\] would replace"),
+                         ({"up_axis": np.array("Z")}, r"extra arrays \['up_axis'\] would replace"),
+                         ({"notes": np.array([{"a": 1}], dtype=object)}, r"\['notes'\] hold Python objects")):
+        with pytest.raises(SmplIkError, match=says):
+            amass.write_motion_npz(tmp_path / "x.npz", still(2), extras=extras)
+    with pytest.raises(SmplIkError, match="needs its frame rate"):
+        amass.write_motion_npz(tmp_path / "x.npz", still(2, fps=None))
+    assert sorted(os.listdir(tmp_path)) == ["clip.npz"]
+
+
+# --- files written before ------------------------------------------------------------------
+
+def test_files_written_before_up_axis_existed_still_read(tmp_path, rng):
+    """One file of each kind this project wrote before every writer went through
+    write_motion_npz: scripts/retarget.py's (models/motion/batch.py: float32, no up_axis,
+    root_orient or pose_body; SMPL's Y-up frame) and the Blender export's (amass: float64,
+    every key). Both read, and Auto finds each one's up axis."""
+    upright = standing(rng, 6)
+    old_batch = tmp_path / "old_batch.npz"
+    np.savez(old_batch, poses=upright.reshape(6, 72).astype(np.float32),
+             trans=rng.normal(size=(6, 3)).astype(np.float32), betas=np.arange(10, dtype=np.float32) * 0.1,
+             mocap_framerate=np.float64(120.0), gender=np.array("neutral"), body_model=np.array("open_smpl_neutral"),
+             source=np.array("walk.bvh"), limb_error_deg=np.float32(1.5), length_unit=np.array("cm"),
+             height_m=np.float32(1.75), max_abs_beta=np.float32(1.2), length_residual_pct=np.float32(0.8),
+             torso_lean_deg=np.array([3.0, 4.0], np.float32), warnings=np.array([], dtype=str))
+    m = amass.read_motion_npz(old_batch)
+    assert m.up_axis is None and m.fps == 120.0 and m.gender == "neutral" and m.body_model == "open_smpl_neutral"
+    assert m.poses.dtype == np.float64 and np.array_equal(m.poses, upright.astype(np.float32).astype(np.float64))
+    assert m.betas.shape == (10,) and not m.notes and not (m.trans_missing or m.betas_missing or m.fps_missing)
+    assert amass.detect_up_axis(m.poses, m.up_axis).axis == "Y"
+
+    z_up = amass_style(upright)
+    old_export = tmp_path / "old_export.npz"
+    poses = z_up.reshape(6, 72)
+    np.savez(old_export, poses=poses, trans=rng.normal(size=(6, 3)), betas=np.zeros(10), gender=np.array("female"),
+             mocap_framerate=np.float64(30.0), mocap_frame_rate=np.float64(30.0), root_orient=poses[:, :3],
+             pose_body=poses[:, 3:66], surface_model_type=np.array("smpl"), body_model=np.array("open_smpl_female"),
+             up_axis=np.array("Z"))
+    m = amass.read_motion_npz(old_export)
+    assert m.up_axis == "Z" and m.gender == "female" and np.array_equal(m.poses, z_up)
+    assert amass.detect_up_axis(m.poses, m.up_axis).reason == "the file says its up axis is Z"
+
+
+# --- what a file lacks: flags for code, notes for people -----------------------------------
+
+def test_what_a_file_lacks_is_a_flag_and_a_note(tmp_path, rng):
+    bare = tmp_path / "bare.npz"
+    np.savez(bare, poses=rng.normal(size=(3, 156)))
+    m = amass.read_motion_npz(bare)
+    assert m.hands_dropped and m.trans_missing and m.betas_missing and m.gender_missing and m.fps_missing
+    assert m.notes == ("smplh file: finger, jaw and eye rotations are not kept (SMPL's hand joints are zero)",
+                       *amass.ABSENT_NOTES.values())
+    assert m.notes_except("fps_missing", "betas_missing") == m.notes[:2] + m.notes[3:4]
+    with pytest.raises(ValueError, match="'mocap_framerate'.* not MotionFile flags"):
+        m.notes_except("mocap_framerate")
+    full = tmp_path / "full.npz"
+    amass.write_motion_npz(full, still(3))
+    m = amass.read_motion_npz(full)
+    assert not any(getattr(m, flag) for flag in amass.FLAGS) and m.notes == ()
+    np.savez(full, poses=np.zeros((3, 72)), betas=np.zeros(0))   # present but empty is not missing
+    m = amass.read_motion_npz(full)
+    assert not m.betas_missing and m.betas.shape == (0,) and m.trans_missing
+
+
+@pytest.mark.parametrize("name,data", [
+    ("photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00" + bytes(64)),
+    ("walk.bvh", b"HIERARCHY\nROOT Hips\n{\n\tOFFSET 0 0 0\n\tCHANNELS 3 Xposition Yposition Zposition\n}\n"),
+])
+def test_a_jpeg_or_a_bvh_is_not_an_npz_archive_and_not_a_pickle(tmp_path, name, data):
+    from models.body.model import read_body_arrays
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(SmplIkError) as raised:
+        amass.read_motion_npz(path)
+    assert str(raised.value) == f"{path}: not a readable motion file (not an .npz archive)"
+    as_body = path.with_suffix(".npz")
+    path.rename(as_body)
+    with pytest.raises(SmplIkError) as raised:
+        read_body_arrays(as_body)
+    assert "not an .npz archive" in str(raised.value) and "pickle" not in str(raised.value)
+    as_body.write_bytes(b"\x80\x04\x95" + bytes(16))    # a pickle's own opening is still called one
+    with pytest.raises(SmplIkError, match=r"\(a pickle, not an .npz archive\)"):
+        amass.read_motion_npz(as_body)
 
 
 # --- which body file ------------------------------------------------------------------------

@@ -16,7 +16,11 @@ from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_NAMES, PARENTS
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = {"poses", "trans", "betas", "mocap_framerate", "gender", "body_model"}
+# what amass.write_motion_npz writes for every motion, then the retargeting report beside it
+KEYS = {"poses", "trans", "betas", "mocap_framerate", "mocap_frame_rate", "gender", "body_model", "up_axis",
+        "root_orient", "pose_body", "surface_model_type"}
+REPORT_KEYS = {"source", "limb_error_deg", "length_unit", "height_m", "max_abs_beta", "length_residual_pct",
+               "torso_lean_deg", "warnings"}
 
 
 def run(script, *args, cwd=None):
@@ -55,8 +59,10 @@ def test_folder_in_npz_out(clips, tmp_path):
     body = load_body_model()
     for name in ("walk", "run"):
         d = np.load(out / f"{name}.npz")
-        assert KEYS <= set(d.files)
+        assert set(d.files) == KEYS | REPORT_KEYS and str(d["up_axis"]) == "Y"
         assert d["poses"].shape == (12, 72) and d["trans"].shape == (12, 3) and d["betas"].shape == (10,)
+        assert d["poses"].dtype == np.float64 and np.array_equal(d["pose_body"], d["poses"][:, 3:66])
+        assert str(d["source"]) == f"{name}.bvh" and d["torso_lean_deg"].shape == (2,)
         assert float(d["mocap_framerate"]) == pytest.approx(30.0, rel=1e-4)
         assert str(d["body_model"]) == "open_smpl_neutral" and str(d["gender"]) == "neutral"
         # the SMPL-skeleton BVH reads back to the same joints as the npz (within 0.1 mm)
@@ -115,15 +121,42 @@ def test_bad_files_fail_alone_and_leave_nothing(clips, tmp_path):
 
 
 def test_never_overwrites_without_flag(clips, tmp_path):
+    """An existing output is kept and its file reported as skipped, not failed: running a
+    batch again finishes what it left (exit 0)."""
     good, _ = clips
     out = tmp_path / "out"
     out.mkdir()
     (out / "walk.npz").write_bytes(b"precious")
-    r = run("retarget.py", good, "--out", out)
-    assert r.returncode == 1 and "walk.npz exists; pass --overwrite" in r.stdout
+    r = run("retarget.py", good, "--out", out, "--report", tmp_path / "report.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAILED" not in r.stdout + r.stderr and "walk.npz exists; pass --overwrite" in r.stdout
+    assert "1 of 2 files retargeted" in r.stdout and "1 skipped" in r.stdout
     assert (out / "walk.npz").read_bytes() == b"precious" and (out / "run.npz").exists()
+    walk = next(f for f in json.loads((tmp_path / "report.json").read_text())["files"] if f["source"].endswith("walk.bvh"))
+    assert not walk["ok"] and "exists" in walk["skipped"] and walk["error"] == ""
+    r = run("retarget.py", good, "--out", out)          # again: everything there, nothing failed
+    assert r.returncode == 0 and "0 of 2 files retargeted" in r.stdout and "2 skipped" in r.stdout
     r = run("retarget.py", good, "--out", out, "--overwrite")
     assert r.returncode == 0 and "poses" in np.load(out / "walk.npz").files
+
+
+def test_an_output_says_its_up_axis_which_auto_trusts_over_the_root_orientation(tmp_path):
+    """A clip of a body lying on its back: its root orientation sends the body's up along the
+    world's Z, which read alone looks like an AMASS Z-up file. The file's up_axis ('Y': it is
+    in SMPL's frame) decides, so an import with Up Axis Auto keeps the body as retargeted."""
+    from models.motion import amass
+
+    body = load_body_model()
+    aa = np.zeros((6, 24, 3))
+    aa[:, 0] = [np.pi / 2, 0.0, 0.0]               # lying down: body +Y along world +Z
+    src = tmp_path / "lying.bvh"
+    write_smpl_bvh(src, axis_angle_to_matrix(aa), np.zeros((6, 3)), body.rest_joints(np.zeros(10)), 30.0)
+    r = run("retarget.py", src, "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = amass.read_motion_npz(tmp_path / "out" / "lying.npz")
+    assert m.up_axis == "Y" and amass.detect_up_axis(m.poses).axis == "Z"   # the pose alone misleads
+    choice = amass.detect_up_axis(m.poses, m.up_axis)
+    assert choice.axis == "Y" and choice.reason == "the file says its up axis is Y"
 
 
 def test_unwritable_output_folder(clips, tmp_path):
@@ -150,7 +183,7 @@ def test_parallel_and_dask_give_the_same_result(clips, tmp_path):
 def test_build_dataset(clips, tmp_path):
     good, _ = clips
     out = tmp_path / "set.npz"
-    r = run("build_dataset.py", good, "--out", out, "--fps", "15", "--skip-first", "1")
+    r = run("build_dataset.py", good, "--out", out, "--fps", "15", "--skip-first", "1", "--jobs", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     d = np.load(out)
     assert list(d["clips"]) == ["run.bvh", "walk.bvh"]
