@@ -150,7 +150,7 @@ def clamp_to_limits(local_rot):
 @dataclass(frozen=True)
 class RefineOptions:
     """joint_limits: keep knees and elbows inside JOINT_LIMITS. plant_feet: when the pose on
-    screen is known (`SmplIk.solve(current_pose=...)`), ankles pinned by position keep its
+    screen is known (`SolveOptions.current_pose`), ankles pinned by position keep its
     foot orientation (`planted_feet`). floor: a height (body frame, metres along Y) that
     `contacts` (AttachedPoints, e.g. BodyModel.foot_contacts) stay above; None for no floor.
     give_way: when the hard pins cannot all be held, let one give way at a time (as soft)
