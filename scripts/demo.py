@@ -245,7 +245,7 @@ def main(argv=None):
     import blender_session
 
     bpy = blender_session.start()
-    bridge = importlib.import_module(blender_session.MODULE + ".addon.bridge")
+    bridge = importlib.import_module(blender_session.MODULE + ".addon.com.bridge")
     t0 = time.time()
     build_scene(bpy, bridge, args.resolution, args.samples)
     t_scene = time.time() - t0

@@ -185,7 +185,8 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
         floor_height = None
         notes.append(f"no floor_height written: {arm.name} is tilted {math.degrees(tilt):.1f} degrees from upright")
     progress(0.95)
-    amass.write_motion_npz(path, poses, trans, betas, body.gender, scene_fps(scene), body_model=body_model,
-                           up_axis=options.up_axis, floor_height=floor_height)
+    amass.write_motion_npz(path, amass.MotionFile(poses=poses, trans=trans, betas=betas, gender=body.gender,
+                                                  fps=scene_fps(scene), body_model=body_model,
+                                                  up_axis=options.up_axis, floor_height=floor_height))
     return Exported(path=str(path), frames=len(poses), fps=scene_fps(scene), up_axis=options.up_axis,
                     source=source, reason=", ".join(reasons[:2]), floor_height=floor_height, notes=tuple(notes))

@@ -162,11 +162,10 @@ def import_motion(context, options, progress=lambda fraction: None):
                      f"not the file's {source_fps:g}")
     timing = resample_timing(motion.num_frames, source_fps, key_fps)
     start = scene.frame_start if options.frame_start is None else int(options.frame_start)
-    for note in motion.notes:
-        if "no 'betas'" in note and options.target == "ACTIVE":
-            note = "no 'betas': the body keeps its shape"
-        if "mocap_framerate" not in note:
-            notes.append(note)
+    ours = ("fps_missing", "betas_missing") if options.target == "ACTIVE" else ("fps_missing",)
+    notes += motion.notes_except(*ours)      # the frame rate is said above, in the scene's terms
+    if motion.betas_missing and options.target == "ACTIVE":
+        notes.append("no 'betas': the body keeps its shape")
     progress(0.1)
 
     created = []

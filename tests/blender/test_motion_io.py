@@ -115,6 +115,34 @@ def test_a_retargeted_file_imports_with_every_frame_as_its_pose_vectors(retarget
         assert np.abs(pelvis - (rest_pelvis(arm) + data["trans"][f])).max() < POS_TOL, f
 
 
+def test_a_retargeted_file_stands_upright_because_of_its_up_axis_key(tmp_path):
+    """A retarget.py output says it is Y-up; with Up Axis on Auto that word decides, even for a
+    clip whose body lies face down (its root orientation alone reads as a Z-up file). The same
+    file without the key, as earlier versions wrote it, still imports (decided from the pose)."""
+    rng = np.random.default_rng(3)
+    body = load_body_model()
+    aa = standing_poses(rng, 24, scale=0.1)
+    aa[:, 0] = [np.pi / 2, 0.0, 0.0]           # lying face down: the body's up is SMPL's +Z
+    trans = np.zeros((24, 3))
+    write_smpl_bvh(tmp_path / "lying.bvh", axis_angle_to_matrix(aa), trans, body.rest_joints(np.zeros(10)), 30.0)
+    result = run_job(RetargetJob(source=str(tmp_path / "lying.bvh"), output=str(tmp_path / "lying.npz")))
+    assert result.ok, result.error
+    with np.load(tmp_path / "lying.npz") as d:
+        data = {k: d[k] for k in d.files}
+    assert str(data["up_axis"]) == "Y"
+    ops = importlib.import_module(blender_session.MODULE + ".addon.motion.importer")
+    said = ops.import_motion(bpy.context, ops.ImportOptions(filepath=str(tmp_path / "lying.npz"), floor="OFF"))
+    assert said.up.axis == "Y" and "the file says" in said.up.reason
+    arm = said.body
+    local, pelvis = bones_as_smpl(arm, bpy.context.scene.frame_start)   # as in the file: lying down
+    assert geodesic_angle(local[:1], axis_angle_to_matrix(data["poses"][0, :3])[None]).max() < ROT_TOL
+    older = {k: v for k, v in data.items() if k != "up_axis"}
+    np.savez(tmp_path / "older.npz", **older)
+    guessed = ops.import_motion(bpy.context, ops.ImportOptions(filepath=str(tmp_path / "older.npz"), floor="OFF"))
+    assert guessed.up.axis == "Z"              # what the key prevents: the pose alone misleads
+    assert guessed.frame_end - guessed.frame_start + 1 == said.frame_end - said.frame_start + 1
+
+
 def test_a_z_up_amass_file_stands_upright_with_its_pelvis_where_amass_puts_it(tmp_path):
     rng = np.random.default_rng(8)
     upright = standing_poses(rng, 20)
@@ -391,6 +419,11 @@ def _bad(path, case):
         np.savez(path, poses=rng.normal(size=(5, 72)), gender=np.array("alien"))
     elif case == "not npz":
         path.write_text("poses: 1 2 3\n")
+    elif case == "jpeg":   # a photo picked by mistake: JPEG's start-of-image and JFIF header
+        path.write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01" + bytes(200))
+    elif case == "bvh":
+        path.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 0\n  CHANNELS 3 Xposition Yposition Zposition\n}\n"
+                        "MOTION\nFrames: 1\nFrame Time: 0.033\n0 0 0\n")
     elif case == "floor":
         np.savez(path, poses=rng.normal(size=(5, 72)), floor_height=np.array([0.0, np.nan]))
 
@@ -399,7 +432,9 @@ BAD = {"three values": r"array 'poses' has shape \(5, 3\); expected \(frames, 72
        "floor": r"array 'floor_height' should be one finite number, the floor's height in metres",
        "nan": r"array 'poses' has nan at frame 3, joint 3 \(spine1\)",
        "gender": r"array 'gender' is 'alien'; expected one of neutral, female, male",
-       "not npz": r"not a readable motion file",
+       "not npz": r"not a readable motion file \(not an \.npz archive\)$",
+       "jpeg": r"not a readable motion file \(not an \.npz archive\)$",   # not "a pickle"
+       "bvh": r"not a readable motion file \(not an \.npz archive\)$",
        "missing": r"no such file"}
 
 
