@@ -12,6 +12,7 @@ from bpy.props import (
 from ...models.body.model import NUM_BETAS
 from ...models.ik.flow import DEFAULT_TEMPERATURE
 from ...models.core.errors import SmplIkError
+from ..com.blender import object_properties_factory
 from .build import SHAPE_KEY_RANGE, apply_shape
 
 _updating = False  # apply_shape writes betas back on refusal; that must not recurse
@@ -88,14 +89,4 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
 
 
 classes = (SmplIkBodyProperties,)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
-
-
-def register():
-    _register_classes()
-    bpy.types.Object.smpl_ik = PointerProperty(type=SmplIkBodyProperties)
-
-
-def unregister():
-    del bpy.types.Object.smpl_ik
-    _unregister_classes()
+register, unregister = object_properties_factory(classes, "smpl_ik", SmplIkBodyProperties)

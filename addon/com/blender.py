@@ -25,6 +25,23 @@ def register_modules_factory(modules):
     return register, unregister
 
 
+def object_properties_factory(classes, attribute, group):
+    """(register, unregister) for a feature's property groups `classes`, whose `group` is
+    stored on every object as `bpy.types.Object.<attribute>` (added after the classes are
+    registered, removed before they are unregistered)."""
+    register_classes, unregister_classes = bpy.utils.register_classes_factory(classes)
+
+    def register():
+        register_classes()
+        setattr(bpy.types.Object, attribute, bpy.props.PointerProperty(type=group))
+
+    def unregister():
+        delattr(bpy.types.Object, attribute)
+        unregister_classes()
+
+    return register, unregister
+
+
 def preferences(context):
     """The add-on preferences, or None when the add-on is registered without being enabled."""
     addon = context.preferences.addons.get(PACKAGE)

@@ -25,6 +25,14 @@ def is_custom_rig(obj):
     return obj is not None and obj.type == "ARMATURE" and not is_body(obj)
 
 
+def rig_of(obj):
+    """The object a custom-rig action applies to: a proxy body stands for the rig it drives;
+    any other object for itself."""
+    if is_body(obj) and obj.smpl_ik.rig is not None:
+        return obj.smpl_ik.rig
+    return obj
+
+
 def target_body(context):
     """The body an operator acts on: the active body, its mesh, or an active effector's body.
 

@@ -16,6 +16,7 @@ from ...models.core.kinematics import forward_kinematics
 from ...models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 from ...models.ik.effectors import Effector, EffectorKind
 from ..com import bridge, live
+from ..com.blender import object_properties_factory
 from ..com.objects import is_body, is_effector
 
 _KIND_HELP = {EffectorKind.POSITION: "Pin where the joint is",
@@ -163,14 +164,4 @@ def create_effector(context, arm, joint, kind):
 
 
 classes = (SmplIkEffectorProperties,)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
-
-
-def register():
-    _register_classes()
-    bpy.types.Object.smpl_ik_effector = PointerProperty(type=SmplIkEffectorProperties)
-
-
-def unregister():
-    del bpy.types.Object.smpl_ik_effector
-    _unregister_classes()
+register, unregister = object_properties_factory(classes, "smpl_ik_effector", SmplIkEffectorProperties)

@@ -7,6 +7,7 @@ from bpy.props import BoolProperty, CollectionProperty, IntProperty, PointerProp
 from ...models.core.skeleton import JOINT_NAMES, parents_first
 from ...models.motion.mapping import auto_mapping
 from ..com import bridge
+from ..com.blender import object_properties_factory
 
 class SmplIkRigJoint(bpy.types.PropertyGroup):
     joint: StringProperty(name="SMPL joint", options={"HIDDEN"})
@@ -63,15 +64,4 @@ def auto_map(rig):
 
 
 classes = (SmplIkRigJoint, SmplIkRigProperties)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
-
-
-def register():
-    _register_classes()
-    bpy.types.Object.smpl_ik_rig = PointerProperty(type=SmplIkRigProperties)
-
-
-def unregister():
-    del bpy.types.Object.smpl_ik_rig
-    _unregister_classes()
-
+register, unregister = object_properties_factory(classes, "smpl_ik_rig", SmplIkRigProperties)

@@ -4,7 +4,7 @@ from bpy.props import BoolProperty, IntProperty
 
 from ...models.core.errors import SmplIkError
 from ..com.blender import object_mode, select_only
-from ..com.objects import is_body, is_custom_rig
+from ..com.objects import is_custom_rig, rig_of
 from ..com.operators import BodyOperator
 from .drive import fit_and_drive
 from .mapping import auto_map
@@ -15,9 +15,7 @@ class RigOperator(BodyOperator):
     """Mixin: `run(context, rig)` on the active armature (a proxy stands for its rig)."""
 
     def target(self, context):
-        obj = context.active_object
-        if is_body(obj) and obj.smpl_ik.rig is not None:
-            obj = obj.smpl_ik.rig
+        obj = rig_of(context.active_object)
         object_mode(context)
         return obj
 

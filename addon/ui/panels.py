@@ -4,7 +4,7 @@ import bpy
 from ...models.core.errors import SmplIkError
 from ..body.build import measurements_of
 from ..com import live
-from ..com.objects import body_of, is_body, is_custom_rig, is_effector
+from ..com.objects import body_of, is_custom_rig, is_effector, rig_of
 from ..photo.image import detector_available
 from ..pose.effectors import effectors_of
 
@@ -165,9 +165,7 @@ class SMPL_IK_PT_rig(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        obj = context.active_object
-        if is_body(obj) and obj.smpl_ik.rig is not None:
-            obj = obj.smpl_ik.rig
+        obj = rig_of(context.active_object)
         if not is_custom_rig(obj):
             layout.label(text="Select a humanoid armature to pose it with SMPL-IK")
             return
