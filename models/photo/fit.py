@@ -251,3 +251,213 @@ def pose_from_detection(detection, rest, min_visibility=0.5):
                       -posed[0, 2]])
     return PhotoPose(local_rot=local_rot, trans=trans + shift, method=method,
                      confident=confident, targets=targets + shift)
+
+
+# --- the camera-matched fit ------------------------------------------------------------------
+# MediaPipe keypoints fitted in the image: (landmark number, the body point that stands for it:
+# an SMPL joint or one of the open body's surface landmarks, weight). The face's points turn the
+# head and neck; heels and toes the feet; the index fingers the hands.
+KEYPOINTS = (
+    (11, "left_shoulder", 1.0), (12, "right_shoulder", 1.0), (13, "left_elbow", 1.0), (14, "right_elbow", 1.0),
+    (15, "left_wrist", 1.0), (16, "right_wrist", 1.0), (23, "left_hip", 1.0), (24, "right_hip", 1.0),
+    (25, "left_knee", 1.0), (26, "right_knee", 1.0), (27, "left_ankle", 1.0), (28, "right_ankle", 1.0),
+    (0, "nose", 1.0), (2, "leye", 0.5), (5, "reye", 0.5), (7, "lear", 0.5), (8, "rear", 0.5),
+    (29, "LHeel", 0.5), (30, "RHeel", 0.5), (31, "LBigToe", 0.5), (32, "RBigToe", 0.5),
+    (19, "lindex", 0.3), (20, "rindex", 0.3),
+)
+# Scales of the fit's terms (their reasons in fit_to_image's docstring).
+ROBUST_SCALE = 0.03      # of the box diagonal: a keypoint this far off counts half (Cauchy)
+PRIOR_EQUALS = 0.02  # of the box diagonal: a keypoint this far off costs as much as...
+PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned pose, or
+DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than MediaPipe puts it
+                         #     (from the pelvis, along the camera's axis)
+MIN_CONFIDENCE = 0.2     # keypoints the detector is less sure of are not fitted
+FIT_ITERATIONS = 40
+STEP_EPS = 1e-5          # radians / metres: the finite-difference step of the Jacobian
+
+
+@dataclass(frozen=True, eq=False)
+class ImageFit:
+    """A body fitted to a person through a camera. In the camera's frame (models/photo/camera.py:
+    camera at the origin looking down -Z, +Y up, +X right): local_rot (24, 3, 3) (the root's
+    rotation is the body's turn relative to the camera), trans (3,) SMPL's root translation for
+    the rest joints fitted, joints (24, 3) the posed joints; projected (24, 2) their pixels;
+    camera the Camera; confident (24,) the joints the photo showed; keypoint_error_px (K,) each
+    fitted keypoint's distance from its detection (NaN where not fitted) and keypoints (K,) the
+    MediaPipe landmark numbers they stand for; box_diagonal_px the person's; start the PhotoPose
+    the fit started from (the lift); iterations taken; notes."""
+
+    local_rot: np.ndarray
+    trans: np.ndarray
+    joints: np.ndarray
+    projected: np.ndarray
+    camera: object
+    confident: np.ndarray
+    keypoint_error_px: np.ndarray
+    keypoints: tuple
+    box_diagonal_px: float
+    start: PhotoPose
+    iterations: int
+    notes: tuple = ()
+
+
+def _body_points(rest, body, betas):
+    """(AttachedPoints for KEYPOINTS' body points, keypoint rows kept): a joint is itself (no
+    offset); a surface landmark follows the joint that moves its vertex most, at the offset it
+    has in the rest pose. A landmark the body file lacks (a user's SMPL file) is left out."""
+    from ..core.kinematics import AttachedPoints
+
+    shaped = rest_body = None
+    if body is not None and body.landmarks:
+        betas = np.zeros(body.shapedirs.shape[-1]) if betas is None else np.asarray(betas, dtype=np.float64)
+        shaped = body.shaped_vertices(betas[:body.shapedirs.shape[-1]])
+        rest_body = body.rest_joints(betas[:body.shapedirs.shape[-1]])
+    joints, offsets, kept = [], [], []
+    for k, (_, name, _) in enumerate(KEYPOINTS):
+        if name in JOINT_INDEX:
+            joints.append(JOINT_INDEX[name])
+            offsets.append(np.zeros(3))
+        elif shaped is not None and name in body.landmarks:
+            v = body.landmarks[name]
+            owner = int(np.argmax(body.weights[v]))
+            joints.append(owner)
+            offsets.append(shaped[v] - rest_body[owner])
+        else:
+            continue
+        kept.append(k)
+    return AttachedPoints(np.array(joints), np.array(offsets)), tuple(kept)
+
+
+def _solve_root_translation(points, observed, weights, camera):
+    """(3,) the translation t that best puts `points` (N, 3), camera frame, on the pixels
+    `observed` (N, 2) (weights (N,)): linear least squares on the projection equations
+    multiplied through by the depth."""
+    f, cx, cy = camera.focal_px, camera.cx, camera.cy
+    du, dv = observed[:, 0] - cx, observed[:, 1] - cy
+    x, y, z = points.T
+    # u: cx + f (x + tx) / -(z + tz)  ->  f tx + du tz = -du z - f x
+    # v: cy - f (y + ty) / -(z + tz)  ->  f ty - dv tz = dv z - f y
+    a = np.zeros((2 * len(points), 3))
+    b = np.zeros(2 * len(points))
+    a[0::2, 0], a[0::2, 2], b[0::2] = f, du, -du * z - f * x
+    a[1::2, 1], a[1::2, 2], b[1::2] = f, -dv, dv * z - f * y
+    w = np.repeat(np.sqrt(weights), 2)
+    return np.linalg.lstsq(a * w[:, None], b * w, rcond=None)[0]
+
+
+def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=0.5):
+    """Fit a body with rest joints `rest` (24, 3) to a Detection through `camera`; returns an
+    ImageFit. body (a BodyModel, optional) and its betas give the surface points the face, heel,
+    toe and finger keypoints stand for (without it only joints are fitted).
+
+    The start is today's lift (pose_from_detection: MediaPipe's 3D directions, turned into a
+    pose by IK-GAT or SMPL-IK), turned as MediaPipe sees the person (its world landmarks keep
+    the camera's axes) and moved to where its projection best matches the keypoints. Then a
+    damped Gauss-Newton descent (finite-difference Jacobian, every joint's rotation, the root's
+    rotation and its 3D translation, depth included) minimises
+    - each keypoint's distance in the image from its detection, over the person's box diagonal,
+      weighted by the detector's visibility and by a robust Cauchy weight (a keypoint off by
+      ROBUST_SCALE of the diagonal counts half, so one wrong keypoint cannot drag the body), and
+    - the turn of each joint away from the learned start pose: the prior, which decides what
+      one image cannot (depth along the camera's ray, twist about a bone); PRIOR_SIGMA radians
+      weigh as much as PRIOR_EQUALS of the diagonal in the image.
+    Knees and elbows are kept inside the joint ranges after every step
+    (models.ik.refine.JOINT_LIMITS). The body's size is its shape's: the depth comes from how
+    large the person is in the image. SmplIkError when too little of the person is visible."""
+    from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
+    from ..ik.refine import clamp_to_limits
+
+    rest = np.asarray(rest, dtype=np.float64)
+    start = pose_from_detection(detection, rest, min_visibility)
+    points, kept = _body_points(rest, body, betas)
+    landmarks = np.array([KEYPOINTS[k][0] for k in kept])
+    observed = np.asarray(detection.image_xy, dtype=np.float64)[landmarks]
+    confidence = np.asarray(detection.visibility, dtype=np.float64)[landmarks]
+    weight = np.array([KEYPOINTS[k][2] for k in kept]) * np.where(confidence >= MIN_CONFIDENCE, confidence, 0.0)
+    weight[~np.isfinite(observed).all(axis=1)] = 0.0
+    if np.count_nonzero(weight) < MIN_JOINTS:
+        raise SmplIkError(f"cannot fit a body to this person: only {np.count_nonzero(weight)} keypoints were "
+                          f"seen (at least {MIN_JOINTS} are needed)")
+    x0, y0, x1, y1 = detection.bbox
+    diagonal = max(float(np.hypot(x1 - x0, y1 - y0)), 1.0)
+
+    # the lift stands at the origin in SMPL's axes, turned as the camera sees it: its frame is
+    # the camera's up to a translation
+    local = clamp_to_limits(start.local_rot)
+    fk = forward_kinematics(local, rest, PARENTS, start.trans)
+    trans = start.trans + _solve_root_translation(points.positions(fk), observed, weight, camera)
+    prior_scale = PRIOR_EQUALS / PRIOR_SIGMA
+    depth_scale = PRIOR_EQUALS / DEPTH_SIGMA
+    start_t = np.swapaxes(start.local_rot[1:], -1, -2)
+    seen = np.flatnonzero(start.confident)
+    lifted = forward_kinematics(start.local_rot, rest, PARENTS, start.trans).positions
+    lifted_depth = lifted[seen, 2] - lifted[0, 2]
+
+    def residuals(local_b, trans_b):
+        """(B, R) residuals of B candidate poses, and the 2D error (B, K) in diagonals."""
+        fk_b = forward_kinematics(local_b, rest, PARENTS, trans_b)
+        uv = camera.project(points.positions(fk_b))
+        err = (uv - observed) / diagonal
+        err = np.where(np.isfinite(err), err, 10.0)      # behind the camera: far off
+        prior = matrix_to_axis_angle(start_t @ local_b[:, 1:]).reshape(len(local_b), -1) * prior_scale
+        depth = (fk_b.positions[:, seen, 2] - fk_b.positions[:, :1, 2] - lifted_depth) * depth_scale
+        return err, np.concatenate([prior, depth], axis=1)
+
+    def total(err, prior, robust):
+        r = np.concatenate([(err * np.sqrt(weight * robust)[:, None]).reshape(len(err), -1), prior], axis=1)
+        return r, np.einsum("br,br->b", r, r)
+
+    n = 3 * NUM_JOINTS + 3
+    eye = np.eye(3)
+    damping = 1e-3
+    err, prior = residuals(local[None], trans[None])
+    iterations = 0
+    for iterations in range(1, FIT_ITERATIONS + 1):
+        dist = np.linalg.norm(err[0], axis=1)
+        # the robust scale starts wide (the start can be far off everywhere) and narrows
+        scale = ROBUST_SCALE * max(1.0, 8.0 * 0.7 ** (iterations - 1))
+        robust = 1.0 / (1.0 + (dist / scale) ** 2)
+        r0, cost = total(err, prior, robust)
+        # candidates: each joint's rotation turned by STEP_EPS about each axis (the root in the
+        # camera's frame, the others in their own), then the translation moved along each axis
+        turns = axis_angle_to_matrix(STEP_EPS * eye)
+        cand_local = np.repeat(local[None], n, axis=0)
+        cand_trans = np.repeat(trans[None], n, axis=0)
+        for j in range(NUM_JOINTS):
+            for a in range(3):
+                c = 3 * j + a
+                cand_local[c, j] = turns[a] @ local[j] if j == 0 else local[j] @ turns[a]
+        cand_trans[3 * NUM_JOINTS:] += STEP_EPS * eye
+        r_c, _ = total(*residuals(cand_local, cand_trans), robust)
+        jac = (r_c - r0[0]).T / STEP_EPS                          # (R, n)
+        jtj, jtr = jac.T @ jac, jac.T @ r0[0]
+        while True:
+            step = -np.linalg.solve(jtj + damping * (np.diag(np.diag(jtj)) + 1e-9 * np.eye(n)), jtr)
+            rot = axis_angle_to_matrix(step[:3 * NUM_JOINTS].reshape(NUM_JOINTS, 3))
+            new_local = local @ rot
+            new_local[0] = rot[0] @ local[0]
+            new_local = clamp_to_limits(new_local)
+            new_trans = trans + step[3 * NUM_JOINTS:]
+            new_err, new_prior = residuals(new_local[None], new_trans[None])
+            _, new_cost = total(new_err, new_prior, robust)
+            if new_cost[0] < cost[0]:
+                break
+            damping *= 10.0
+            if damping > 1e6:
+                break
+        if new_cost[0] >= cost[0]:
+            break
+        improvement = (cost[0] - new_cost[0]) / max(cost[0], 1e-12)
+        local, trans, err, prior = new_local, new_trans, new_err, new_prior
+        damping = max(damping / 10.0, 1e-6)
+        if improvement < 1e-6:
+            break
+
+    fk = forward_kinematics(local, rest, PARENTS, trans)
+    error_px = np.full(len(KEYPOINTS), np.nan)
+    fitted = weight > 0
+    error_px[np.array(kept)[fitted]] = np.linalg.norm(err[0][fitted], axis=1) * diagonal
+    return ImageFit(local_rot=local, trans=trans, joints=fk.positions, projected=camera.project(fk.positions),
+                    camera=camera, confident=start.confident, keypoint_error_px=error_px,
+                    keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=start,
+                    iterations=iterations)

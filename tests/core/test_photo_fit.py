@@ -1,0 +1,131 @@
+"""The camera-matched fit on synthetic scenes: the open body posed and skinned, its joints and
+surface landmarks projected through a known camera as MediaPipe's keypoints, MediaPipe's 3D made
+from the same body with its depth disturbed; the fit must find the pose and the place again."""
+import numpy as np
+import pytest
+
+from models.core.errors import SmplIkError
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_INDEX as J
+from models.photo import detect, fit
+from models.photo.camera import Camera, default_camera
+
+# MediaPipe landmark -> the open body's point it stands for (joints, or surface landmarks).
+POINTS = {0: "nose", 2: "leye", 5: "reye", 7: "lear", 8: "rear", 11: "left_shoulder", 12: "right_shoulder",
+          13: "left_elbow", 14: "right_elbow", 15: "left_wrist", 16: "right_wrist", 17: "lpinky", 18: "rpinky",
+          19: "lindex", 20: "rindex", 23: "left_hip", 24: "right_hip", 25: "left_knee", 26: "right_knee",
+          27: "left_ankle", 28: "right_ankle", 29: "LHeel", 30: "RHeel", 31: "LBigToe", 32: "RBigToe"}
+
+
+def natural_pose(head_turn=0.0, head_tilt=0.0):
+    """A pose a person takes in a photo: turned a little from the camera, arms down and bent,
+    one knee bent, the weight on one leg; the head turned (about its up) and tilted (nodding)."""
+    aa = np.zeros((24, 3))
+    aa[0] = [0.1, 0.5, 0.05]
+    aa[J["left_shoulder"]], aa[J["right_shoulder"]] = [0, 0, -1.1], [0, 0.3, 1.0]
+    aa[J["left_elbow"]], aa[J["right_elbow"]] = [0, -0.6, 0], [0, 0.9, 0]
+    aa[J["left_hip"]], aa[J["left_knee"]] = [-0.3, 0, 0.05], [0.5, 0, 0]
+    aa[J["right_hip"]] = [0.1, 0, -0.1]
+    aa[J["spine1"]] = [0.1, 0.1, 0]
+    aa[J["neck"]] = [head_tilt / 2, head_turn / 2, 0]
+    aa[J["head"]] = [head_tilt / 2, head_turn / 2, 0]
+    return axis_angle_to_matrix(aa)
+
+
+def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, seed=0):
+    """(Detection, posed joints (24, 3) in the camera frame): keypoints projected through
+    `camera`, MediaPipe's world landmarks hip-centred with noise on their depth."""
+    betas = np.zeros(10)
+    out = open_body.forward(betas, rel_rotmats=local, trans=np.asarray(trans, float))
+    points = np.zeros((33, 3))
+    vis = np.zeros(33)
+    for lm, name in POINTS.items():
+        points[lm] = out.posed_joints[J[name]] if name in J else out.vertices[open_body.landmarks[name]]
+        vis[lm] = 0.95
+    xy = camera.project(points)
+    world = points - 0.5 * (points[23] + points[24])
+    world[:, 2] += np.random.default_rng(seed).normal(scale=depth_noise, size=33)
+    lo, hi = xy[vis > 0].min(0), xy[vis > 0].max(0)
+    return detect.Detection(world=world, image_xy=xy, visibility=vis, bbox=(*lo, *hi)), out.posed_joints
+
+
+def procrustes_mm(a, b):
+    """Mean joint distance (mm) after the best similarity transform of a onto b."""
+    a0, b0 = a - a.mean(0), b - b.mean(0)
+    u, s, vt = np.linalg.svd(b0.T @ a0)
+    d = np.sign(np.linalg.det(u @ vt))
+    s[-1] *= d
+    u[:, -1] *= d
+    return 1e3 * np.linalg.norm((s.sum() / (a0 ** 2).sum()) * a0 @ (u @ vt).T - b0, axis=1).mean()
+
+
+def head_forward(local):
+    """The head's forward direction: its world rotation (forward kinematics of local rotations
+    (24, 3, 3)) applied to the body's forward, +Z."""
+    from models.core.kinematics import forward_kinematics
+    from models.core.skeleton import PARENTS
+
+    return forward_kinematics(local, np.zeros((24, 3)), PARENTS).rotations[J["head"]] @ [0, 0, 1.0]
+
+
+def test_the_camera_projects_as_a_pinhole():
+    cam = Camera(1000, 800, 500.0, 500.0, 400.0)
+    assert np.allclose(cam.project([0.0, 0.0, -3.0]), [500, 400])
+    assert np.allclose(cam.project([1.0, 1.0, -1.0]), [1000, -100])   # 45 degrees right and up: f pixels off
+    assert np.isnan(cam.project([0.0, 0.0, 1.0])).all()               # behind the camera
+    assert default_camera(3000, 4000).diagonal_fov_deg == pytest.approx(55.0)
+
+
+def test_the_fit_recovers_pose_and_place_through_a_known_camera(open_body):
+    camera = default_camera(1920, 1080)
+    truth_local = natural_pose()
+    det, truth = scene(open_body, truth_local, camera)
+    rest = open_body.rest_joints(np.zeros(10))
+    result = fit.fit_to_image(det, rest, camera, body=open_body)
+    fitted = ~np.isnan(result.keypoint_error_px)
+    assert fitted.sum() >= 20
+    assert np.median(result.keypoint_error_px[fitted]) < 2.0 and np.percentile(result.keypoint_error_px[fitted], 90) < 4.0
+    assert procrustes_mm(result.joints, truth) < 20.0
+    # the place: the body's depth comes from its size in the image; within 5% at 4 m
+    assert abs(result.joints[0, 2] - truth[0, 2]) < 0.05 * 4.0
+    assert np.abs(result.projected - camera.project(truth)).max() < 15.0
+
+
+def test_the_fit_beats_the_lift_when_mediapipe_depth_is_poor(open_body):
+    """With MediaPipe's depth off by 8 cm a landmark, the lift copies the error into the pose;
+    the keypoints in the image hold the fit to the person."""
+    camera = default_camera(1920, 1080)
+    det, truth = scene(open_body, natural_pose(), camera, depth_noise=0.08, seed=3)
+    rest = open_body.rest_joints(np.zeros(10))
+    result = fit.fit_to_image(det, rest, camera, body=open_body)
+    from models.core.kinematics import forward_kinematics
+    from models.core.skeleton import PARENTS
+
+    lift = forward_kinematics(result.start.local_rot, rest, PARENTS, result.start.trans).positions
+    lift_px = np.linalg.norm(camera.project(lift - lift[0] + result.joints[0]) - camera.project(truth), axis=1)
+    fit_px = np.linalg.norm(result.projected - camera.project(truth), axis=1)
+    assert np.median(fit_px) < 0.5 * np.median(lift_px)
+
+
+@pytest.mark.parametrize("turn, tilt", [(0.8, 0.0), (-0.6, 0.3)])
+def test_the_head_follows_a_turned_head(open_body, turn, tilt):
+    camera = default_camera(1920, 1080)
+    truth_local = natural_pose(head_turn=turn, head_tilt=tilt)
+    det, _ = scene(open_body, truth_local, camera, depth_noise=0.05)
+    flat = detect.Detection(world=det.world * [1, 1, 0], image_xy=det.image_xy,   # MediaPipe sees no depth at all:
+                            visibility=det.visibility, bbox=det.bbox)             # the face's keypoints must turn the head
+    det = flat
+    result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body)
+    truth_dir, fit_dir = head_forward(truth_local), head_forward(result.local_rot)
+    angle = np.degrees(np.arccos(np.clip(truth_dir @ fit_dir, -1, 1)))
+    assert angle < 10.0, angle
+
+
+def test_too_few_keypoints_is_an_error(open_body):
+    camera = default_camera(1920, 1080)
+    det, _ = scene(open_body, natural_pose(), camera)
+    vis = np.zeros(33)
+    vis[[11, 12, 23]] = 0.9
+    hidden = detect.Detection(world=det.world, image_xy=det.image_xy, visibility=vis, bbox=det.bbox)
+    with pytest.raises(SmplIkError, match="visible|seen"):
+        fit.fit_to_image(hidden, open_body.rest_joints(np.zeros(10)), camera, body=open_body)
