@@ -461,3 +461,49 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
                     camera=camera, confident=start.confident, keypoint_error_px=error_px,
                     keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=start,
                     iterations=iterations)
+
+
+@dataclass(frozen=True, eq=False)
+class PhotoScene:
+    """People fitted in one photo, placed in a world frame in SMPL's axes (Y up, metres) where
+    they stand on the floor y = 0 with the first person's pelvis above the origin: `poses`, one
+    (local_rot (24, 3, 3), trans (3,)) per person, in the order of `fits`; the camera at
+    `camera_position` (3,) turned by `camera_rotation` (3, 3) (world from camera frame,
+    models/photo/camera.py); `tilt_deg` how far the camera was found tilted from level."""
+
+    poses: tuple
+    camera_rotation: np.ndarray
+    camera_position: np.ndarray
+    tilt_deg: float
+    fits: tuple
+
+
+def photo_scene(fits, rest_joints):
+    """Place ImageFits of one photo (each person's rest joints in `rest_joints`, one (24, 3)
+    each) in a PhotoScene. The camera's tilt is taken from the people: the world's up is the
+    mean of their pelvises' up directions (weighted by their box diagonals), the camera turned
+    from its own frame by the shortest rotation that makes that up the world's. The floor is at
+    the first person's lowest ankle or foot joint less its height at rest; every person keeps the
+    depth the fit found from their size in the image, so the people stand where the camera sees
+    them, nearer or further (a person's own floor may differ by the fit's depth error)."""
+    from ..core.rotations import shortest_arc, unit
+
+    fits, rests = tuple(fits), [np.asarray(r, dtype=np.float64) for r in rest_joints]
+    if not fits:
+        raise SmplIkError("no people to place")
+    weights = np.array([f.box_diagonal_px for f in fits])
+    up = unit(sum(w * (f.local_rot[0] @ [0.0, 1.0, 0.0]) for w, f in zip(weights, fits)))
+    turn = shortest_arc(up, np.array([0.0, 1.0, 0.0]))
+    first, rest0 = fits[0], rests[0]
+    joints = first.joints @ turn.T
+    feet = list(FOOT_JOINTS)
+    shift = -np.array([joints[0, 0], joints[feet, 1].min() - rest0[feet, 1].min(), joints[0, 2]])
+    poses = []
+    for f, rest in zip(fits, rests):
+        local = f.local_rot.copy()
+        local[0] = turn @ local[0]
+        # the root turns about the rest pelvis: trans moves with the pelvis
+        pelvis = turn @ (rest[0] + f.trans) + shift
+        poses.append((local, pelvis - rest[0]))
+    tilt = float(np.degrees(np.arccos(np.clip(up[1], -1.0, 1.0))))
+    return PhotoScene(poses=tuple(poses), camera_rotation=turn, camera_position=shift, tilt_deg=tilt, fits=fits)

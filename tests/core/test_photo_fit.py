@@ -129,3 +129,35 @@ def test_too_few_keypoints_is_an_error(open_body):
     hidden = detect.Detection(world=det.world, image_xy=det.image_xy, visibility=vis, bbox=det.bbox)
     with pytest.raises(SmplIkError, match="visible|seen"):
         fit.fit_to_image(hidden, open_body.rest_joints(np.zeros(10)), camera, body=open_body)
+
+
+def test_a_scene_stands_people_on_the_floor_and_keeps_the_overlay(open_body):
+    """Two people seen by a camera tilted 15 degrees down: placed upright on the floor, through
+    the placed camera each projects where the fit put them."""
+    from models.core.kinematics import forward_kinematics
+    from models.core.skeleton import PARENTS
+
+    camera = default_camera(1920, 1080)
+    tilt = axis_angle_to_matrix(np.array([np.radians(15.0), 0.0, 0.0]))   # the camera looks down: people lean back in its frame
+    rest = open_body.rest_joints(np.zeros(10))
+    fits = []
+    for k, where in enumerate([(0.2, -0.6, -4.0), (-1.2, -0.9, -6.0)]):
+        local = natural_pose()
+        local[0] = tilt @ local[0]
+        det, _ = scene(open_body, local, camera, trans=where, seed=k)
+        fits.append(fit.fit_to_image(det, rest, camera, body=open_body))
+    placed = fit.photo_scene(fits, [rest, rest])
+    pelvis_up = tilt @ natural_pose()[0] @ [0.0, 1.0, 0.0]           # what the camera sees of the pelvis's up
+    assert placed.tilt_deg == pytest.approx(np.degrees(np.arccos(pelvis_up[1])), abs=3.0)
+    for (local, trans), f in zip(placed.poses, fits):
+        world = forward_kinematics(local, rest, PARENTS, trans).positions
+        in_camera = (world - placed.camera_position) @ placed.camera_rotation   # world -> camera frame
+        assert np.abs(camera.project(in_camera) - f.projected).max() < 1e-6
+        up = local[0] @ [0.0, 1.0, 0.0]
+        assert np.degrees(np.arccos(up[1])) < 3.0        # the pelvis upright
+    first = forward_kinematics(placed.poses[0][0], rest, PARENTS, placed.poses[0][1]).positions
+    feet = [J["left_ankle"], J["right_ankle"], J["left_foot"], J["right_foot"]]
+    assert first[feet, 1].min() == pytest.approx(rest[feet, 1].min(), abs=1e-9)
+    assert abs(first[0, 0]) < 1e-9 and abs(first[0, 2]) < 1e-9
+    second = forward_kinematics(placed.poses[1][0], rest, PARENTS, placed.poses[1][1]).positions
+    assert second[0, 2] < first[0, 2] - 1.0            # the smaller person stands further from the camera
