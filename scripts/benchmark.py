@@ -72,6 +72,7 @@ from models.core.files import write_json  # noqa: E402
 from models.core.kinematics import analytic_rotations  # noqa: E402
 from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS, IkGat  # noqa: E402
 from models.core.kinematics import forward_kinematics  # noqa: E402
+from models.core.metrics import aligned_error, procrustes_error  # noqa: E402
 from models.motion.retarget import retarget  # noqa: E402
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: E402
 from models.ik.refine import JOINT_LIMITS, refine_pose  # noqa: E402
@@ -244,23 +245,6 @@ def protocol_effectors(pos, world, rng):
             effs.append(true_effector(0 if i < 3 else int(rng.integers(3)), int(j), pos[n], world[n], rng))
         sets.append(effs)
     return sets
-
-
-def aligned_error(p, g):
-    """Pelvis-aligned mean joint error (metres) of positions (..., 24, 3) against g (24, 3)."""
-    return np.linalg.norm((p - p[..., :1, :]) - (g - g[:1]), axis=-1).mean(-1)
-
-
-def procrustes_error(p, g):
-    """Mean joint error (metres) after the best similarity transform of p (24, 3) onto g."""
-    a, b = p - p.mean(0), g - g.mean(0)
-    u, sv, vt = np.linalg.svd(b.T @ a)
-    d = np.sign(np.linalg.det(u @ vt))
-    sv[-1] *= d
-    u[:, -1] *= d
-    r = u @ vt
-    scale = sv.sum() / (a * a).sum()
-    return np.linalg.norm(scale * a @ r.T - b, axis=-1).mean()
 
 
 def apd(positions, joints):

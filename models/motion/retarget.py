@@ -28,6 +28,7 @@ from ..body.measure import measure
 from ..body.model import NUM_BETAS
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
+from ..core.metrics import angle_deg
 from .mapping import JointMapping, build_mapping
 from ..core.rotations import axis_angle_to_matrix, kabsch, matrix_to_axis_angle, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
@@ -125,14 +126,6 @@ def _snap_to_axes(rot, tolerance_deg=20.0):
     return snapped if angle < tolerance_deg else rot
 
 
-def _angle_deg(a, b):
-    """Angle (..., ) degrees between vectors a and b (..., 3); NaN where either is zero."""
-    na, nb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = np.sum(a * b, axis=-1) / (na * nb)
-    return np.degrees(np.arccos(np.clip(cos, -1, 1)))
-
-
 def _torso(p):
     """(mid-hips, up from the hips to the shoulders or neck, left) of SMPL-joint positions
     (..., 24, 3); NaN where unmapped."""
@@ -152,13 +145,13 @@ def rest_pose_departure(p):
     at = lambda name: p[..., JOINT_INDEX[name], :]  # noqa: E731
     _, up, left = _torso(p)
     forward = np.cross(left, up)
-    terms = [np.abs(90.0 - _angle_deg(at("left_hip") - at("right_hip"), up))]
+    terms = [np.abs(90.0 - angle_deg(at("left_hip") - at("right_hip"), up))]
     for s in ("left", "right"):
         hip, knee, ankle = at(f"{s}_hip"), at(f"{s}_knee"), at(f"{s}_ankle")
         shoulder, elbow, wrist = at(f"{s}_shoulder"), at(f"{s}_elbow"), at(f"{s}_wrist")
-        terms += [_angle_deg(ankle - hip, -up), _angle_deg(knee - hip, ankle - knee),
-                  _angle_deg(elbow - shoulder, wrist - elbow),
-                  np.abs(90.0 - _angle_deg(elbow - shoulder, forward))]
+        terms += [angle_deg(ankle - hip, -up), angle_deg(knee - hip, ankle - knee),
+                  angle_deg(elbow - shoulder, wrist - elbow),
+                  np.abs(90.0 - angle_deg(elbow - shoulder, forward))]
     return np.nansum(np.stack(terms), axis=0)
 
 
@@ -431,7 +424,7 @@ def torso_lean_deg(joints):
     """Mean angle (degrees) over frames between the torso (mid-hips to mid-shoulders) and
     SMPL's up axis (+Y); joints (T, 24, 3) in SMPL's frame. NaN when unmapped."""
     _, up, _ = _torso(joints)
-    return float(np.nanmean(_angle_deg(up, np.array([0.0, 1.0, 0.0]))))
+    return float(np.nanmean(angle_deg(up, np.array([0.0, 1.0, 0.0]))))
 
 
 @dataclass(frozen=True)
@@ -661,7 +654,7 @@ def limb_direction_errors(smpl_joints, source_joints):
         if not ok.any():
             continue
         ours = smpl_joints[:, ib] - smpl_joints[:, ia]
-        out[f"{a}->{b}"] = float(_angle_deg(ours[ok], src[ok]).mean())
+        out[f"{a}->{b}"] = float(angle_deg(ours[ok], src[ok]).mean())
     return out
 
 

@@ -62,18 +62,17 @@ def test_benchmark_reports_every_method(tmp_path):
 def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
     import numpy as np
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import benchmark
+    from models.core import metrics
     from models.core.rotations import axis_angle_to_matrix
 
     g = rng.normal(size=(24, 3))
     r = axis_angle_to_matrix(rng.normal(size=3))
-    assert benchmark.procrustes_error(1.3 * g @ r.T + [0.5, -2.0, 1.0], g) < 1e-12
+    assert metrics.procrustes_error(1.3 * g @ r.T + [0.5, -2.0, 1.0], g) < 1e-12
     mirrored = g * [-1.0, 1.0, 1.0]     # a reflection is not a rotation: it is not removed
-    assert benchmark.procrustes_error(mirrored, g) > 0.1
+    assert metrics.procrustes_error(mirrored, g) > 0.1
     p = g + rng.normal(scale=0.05, size=g.shape)
-    assert benchmark.procrustes_error(p, g) <= np.linalg.norm((p - p.mean(0)) - (g - g.mean(0)), axis=-1).mean() + 0.01
-    assert benchmark.aligned_error(p[None] + 5.0, g)[0] == pytest.approx(
+    assert metrics.procrustes_error(p, g) <= np.linalg.norm((p - p.mean(0)) - (g - g.mean(0)), axis=-1).mean() + 0.01
+    assert metrics.aligned_error(p[None] + 5.0, g)[0] == pytest.approx(
         np.linalg.norm((p - p[0]) - (g - g[0]), axis=-1).mean())
 
 

@@ -1,0 +1,241 @@
+"""scripts/benchmark_photo.py: its measures on poses with known answers, its reading of labels,
+and runs on a labels.json made here around shared photos (the fit path through a stand-in)."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import benchmark_photo as bp  # noqa: E402
+
+from models.core.kinematics import forward_kinematics  # noqa: E402
+from models.core.rotations import axis_angle_to_matrix  # noqa: E402
+from models.core.skeleton import PARENTS  # noqa: E402
+from models.photo.camera import default_camera  # noqa: E402
+
+LABELLED = ROOT.parent / "shared" / "data" / "images" / "labelled" / "3dhp"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+PYTHON = str(PYTHON) if PYTHON.exists() else sys.executable
+CAMERA = default_camera(1000, 800)
+
+
+@pytest.fixture(scope="module")
+def pose(open_body):
+    """name -> (3,) of the open body at rest 3 m in front of a camera: the points the labels name."""
+    rest = open_body.rest_joints(np.zeros(10))
+    points = bp.smpl_points(rest, np.broadcast_to(np.eye(3), (24, 3, 3)), bp.head_offsets(open_body, rest))
+    return {n: p + [0.0, -0.8, -3.0] for n, p in points.items()}
+
+
+def frame_of(points_3d, points_2d=None, box=(300.0, 100.0, 700.0, 700.0)):
+    return bp.LabelledFrame(image=Path("x.jpg"), joints_3d=dict(points_3d),
+                            joints_2d=dict(points_2d if points_2d is not None else
+                                           bp.projected(points_3d, CAMERA)), box=box)
+
+
+def turned(points, axis_angle, about):
+    r = axis_angle_to_matrix(np.asarray(axis_angle, dtype=np.float64))
+    return {n: about + r @ (p - about) for n, p in points.items()}
+
+
+def test_a_pose_against_itself_scores_nothing(pose):
+    s = bp.score(bp.Estimate(pose, bp.projected(pose, CAMERA)), frame_of(pose))
+    assert s["mpjpe_mm"] == pytest.approx(0, abs=1e-9) and s["pa_mpjpe_mm"] == pytest.approx(0, abs=1e-6)
+    assert s["limb_deg"] == pytest.approx(0, abs=1e-5) and s["head_deg"] == pytest.approx(0, abs=1e-5)
+    assert s["pck2d_gt"] == 1.0 and s["err2d_px"] == 0 and s["head_construction"] == "face"
+    assert len(s["limbs_deg"]) == 8
+
+
+def test_a_turned_scaled_pose_has_no_procrustes_error_but_a_joint_error(pose):
+    hips = 0.5 * (pose["left_hip"] + pose["right_hip"])
+    # 40 degrees about the left-right axis (the head's forward is square to it), then scaled and moved
+    other = {n: 1.2 * p + [0.3, 0.1, -1.0] for n, p in turned(pose, [np.radians(40), 0.0, 0.0], hips).items()}
+    s = bp.score(bp.Estimate(other), frame_of(pose))
+    assert s["pa_mpjpe_mm"] == pytest.approx(0, abs=1e-6)
+    assert s["mpjpe_mm"] > 50 and s["limb_deg"] > 10
+    assert s["head_deg"] == pytest.approx(40, abs=1e-3)
+    assert "pck2d_gt" not in s   # no projection, no 2D figure
+
+
+def test_a_forearm_bent_90_degrees_is_90_degrees_off(pose):
+    bent = dict(pose)
+    elbow, wrist = pose["left_elbow"], pose["left_wrist"]
+    square = np.cross(wrist - elbow, [0.0, 1.0, 0.0])
+    bent["left_wrist"] = elbow + np.linalg.norm(wrist - elbow) * square / np.linalg.norm(square)
+    s = bp.score(bp.Estimate(bent), frame_of(pose))
+    assert s["limbs_deg"]["left_forearm"] == pytest.approx(90, abs=1e-6)
+    assert all(v == pytest.approx(0, abs=1e-5) for k, v in s["limbs_deg"].items() if k != "left_forearm")
+    assert s["limb_deg"] == pytest.approx(90 / 8, abs=1e-6)
+
+
+def test_pck_counts_the_joints_within_a_tenth_of_the_box_diagonal(pose):
+    frame = frame_of(pose)
+    flat = dict(frame.joints_2d)
+    radius = bp.PCK_FRACTION * frame.box_diagonal_px
+    assert frame.box_diagonal_px == pytest.approx(np.hypot(400, 600))
+    flat["left_wrist"] = flat["left_wrist"] + [1.5 * radius, 0.0]    # out
+    flat["right_knee"] = flat["right_knee"] + [0.0, 0.9 * radius]    # still in
+    flat["neck"] = np.array([np.nan, np.nan])                        # not projected: out
+    s = bp.score(bp.Estimate(pose, flat), frame)
+    assert s["pck2d_gt"] == pytest.approx((len(bp.COMPARED) - 2) / len(bp.COMPARED))
+    assert s["err2d_px"] == pytest.approx(2.4 * radius / (len(bp.COMPARED) - 1))   # the neck has none
+
+
+def test_only_visible_labelled_joints_count(pose):
+    labels = {n: p for n, p in pose.items() if n != "left_wrist"}
+    bent = dict(pose, left_wrist=pose["left_wrist"] + [0.0, 0.5, 0.0])
+    s = bp.score(bp.Estimate(bent), frame_of(labels))
+    assert s["mpjpe_mm"] == pytest.approx(0, abs=1e-9) and "left_forearm" not in s["limbs_deg"]
+    no_hips = {n: p for n, p in pose.items() if n != "left_hip"}
+    s = bp.score(bp.Estimate(pose), frame_of(no_hips))
+    assert "mpjpe_mm" not in s and "pa_mpjpe_mm" not in s and "left_thigh" not in s["limbs_deg"]
+
+
+def test_the_head_faces_by_nose_and_ears_where_the_labels_have_them(pose):
+    head = pose["head_top"]
+    assert {"nose", "left_ear", "right_ear"} <= set(pose)
+    nodding = turned(pose, [np.radians(25), 0.0, 0.0], head)   # the whole pose: face and crown alike
+    s = bp.score(bp.Estimate(nodding), frame_of(pose))
+    assert s["head_construction"] == "face" and s["head_deg"] == pytest.approx(25, abs=1e-3)
+    no_face = {n: p for n, p in pose.items() if n != "nose"}
+    s = bp.score(bp.Estimate(nodding), frame_of(no_face))
+    assert s["head_construction"] == "crown" and s["head_deg"] == pytest.approx(25, abs=1e-3)
+    # the crown figure sees a bow: only the head top moves forward, 30 degrees about the neck
+    bowed = dict(pose, head_top=turned({"t": pose["head_top"]}, [np.radians(30), 0.0, 0.0], pose["neck"])["t"])
+    s = bp.score(bp.Estimate(bowed), frame_of(no_face))
+    assert s["head_deg"] == pytest.approx(30, abs=1e-3)
+    s = bp.score(bp.Estimate({n: p for n, p in pose.items() if n != "head_top"}), frame_of(no_face))
+    assert "head_deg" not in s   # a method without a head top gets no crown figure
+
+
+def test_labels_in_any_order_with_unknown_names(tmp_path):
+    names = ["left_knee", "tail", "head_top", "right_hip", "nose", "left_ankle"]
+    j3 = np.arange(18, dtype=float).reshape(6, 3)
+    j2 = np.arange(12, dtype=float).reshape(6, 2)
+    (tmp_path / "labels.json").write_text(json.dumps({"joint_names": names, "frames": [
+        {"image": "a.jpg", "joints_3d_camera_m": j3.tolist(), "visible_3d": [1, 1, 1, 0, 1, 1],
+         "joints_2d_px": j2.tolist(), "bbox_center_px": [100, 200], "bbox_scale_200px": 0.5},
+        {"image": "b.jpg", "joints_2d_px": j2.tolist(), "visible_2d": [0, 1, 1, 1, 1, 1],
+         "bbox_center_px": [0, 0], "bbox_scale_200px": 1.0}]}))
+    a, b = bp.read_labels(tmp_path)
+    assert a.image == tmp_path / "a.jpg" and a.box == (50.0, 150.0, 150.0, 250.0)
+    assert set(a.joints_3d) == {"left_knee", "head_top", "nose", "left_ankle"}   # tail unknown, hip hidden
+    np.testing.assert_array_equal(a.joints_3d["head_top"], [6.0, -7.0, -8.0])    # OpenCV -> camera axes
+    np.testing.assert_array_equal(a.joints_2d["left_ankle"], [10.0, 11.0])
+    assert b.joints_3d == {} and "left_knee" not in b.joints_2d and "right_hip" in b.joints_2d
+    (tmp_path / "labels.json").write_text(json.dumps({"joint_names": names, "frames": [
+        {"image": "a.jpg", "joints_2d_px": j2[:5].tolist(), "bbox_center_px": [0, 0], "bbox_scale_200px": 1}]}))
+    with pytest.raises(SystemExit, match="joints_2d_px"):
+        bp.read_labels(tmp_path)
+
+
+def test_the_labelled_person_is_the_best_overlapping_detection():
+    box = (100.0, 100.0, 300.0, 500.0)
+    near, far, beside = (SimpleNamespace(bbox=b) for b in
+                         ((120.0, 150.0, 280.0, 480.0), (700.0, 100.0, 900.0, 500.0), (250.0, 100.0, 450.0, 500.0)))
+    person, overlap = bp.labelled_person([far, beside, near], box)
+    assert person is near and overlap == pytest.approx(160 * 330 / (200 * 400))
+    assert bp.labelled_person([far], box) == (None, 0.0)
+    assert bp.labelled_person([], box) == (None, 0.0)
+
+
+# --- runs on photos -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def photo_set(tmp_path_factory):
+    """A labels.json around one shared 3DHP photo (its joints reordered, an unknown name added),
+    the same photo with its box on an empty corner, and a grey image with nobody in it."""
+    pytest.importorskip("mediapipe", reason="mediapipe (the photo packages) is not installed")
+    cv2 = pytest.importorskip("cv2", reason="OpenCV (the photo packages) is not installed")
+    if not (LABELLED / "labels.json").exists():
+        pytest.skip("../shared/data/images/labelled/3dhp is not here (labelled photos)")
+    source = json.loads((LABELLED / "labels.json").read_text())
+    entry = next(f for f in source["frames"] if f["image"] == "TS1_002001.jpg")
+    folder = tmp_path_factory.mktemp("labelled")
+    shutil.copy(LABELLED / entry["image"], folder / "person.jpg")
+    cv2.imwrite(str(folder / "nobody.jpg"), np.full((480, 640, 3), 128, np.uint8))
+    order = np.random.default_rng(0).permutation(len(source["joint_names"]))
+    names = [source["joint_names"][i] for i in order] + ["tail"]
+
+    def relabelled(image, **changes):
+        out = {k: v for k, v in entry.items() if k != "camera"}   # the script must not need them
+        for key, width in (("joints_3d_camera_m", 3), ("joints_2d_px", 2)):
+            out[key] = [entry[key][i] for i in order] + [[0.0] * width]
+        for key in ("visible_3d", "visible_2d"):
+            out[key] = [entry[key][i] for i in order] + [1.0]
+        return {**out, "image": image, **changes}
+
+    frames = [relabelled("person.jpg"),
+              relabelled("person.jpg", bbox_center_px=[150.0, 150.0], bbox_scale_200px=1.0),
+              relabelled("nobody.jpg", bbox_center_px=[320.0, 240.0], bbox_scale_200px=2.0)]
+    (folder / "labels.json").write_text(json.dumps({"joint_names": names, "frames": frames}))
+    return folder
+
+
+def test_the_script_writes_every_method_over_the_found_frames(photo_set, tmp_path):
+    out = tmp_path / "photo.json"
+    run = subprocess.run([PYTHON, str(ROOT / "scripts" / "benchmark_photo.py"), "--data", str(photo_set),
+                          "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["frames"] == 3 and report["found"] == 1 and report["data"] == str(photo_set)
+    assert set(report["methods"]) == {"fit", "lift", "mediapipe_raw"}
+    for name in ("lift", "mediapipe_raw"):
+        r = report["methods"][name]
+        assert r["frames"] == 1 and {"mpjpe_mm", "pa_mpjpe_mm", "limb_deg"} <= set(r)
+        assert 0 < r["pa_mpjpe_mm"] < 1000 and 0 < r["mpjpe_mm"] < 1000 and 0 < r["limb_deg"] < 180
+    assert "head_deg" in report["methods"]["lift"]
+    fit = report["methods"]["fit"]
+    assert "skipped" in fit or {"mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "head_deg"} <= set(fit)
+    first, corner, grey = report["per_frame"]
+    assert first["found"] and not corner["found"] and not grey["found"]
+    assert set(first["methods"]) == {"fit", "lift", "mediapipe_raw"}
+    assert "lift" in run.stdout and "mediapipe_raw" in run.stdout
+
+
+def fake_fit(calls):
+    """A stand-in for fit_to_image: the lift, its pelvis on the ray through the detected hips'
+    midpoint, as deep as makes a 1.7 m person as tall as the detection's box."""
+    from models.photo.fit import pose_from_detection
+
+    def fit_to_image(detection, rest, camera, body=None):
+        calls.append(camera)
+        pose = pose_from_detection(detection, rest)
+        fk = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans)
+        u, v = detection.image_xy[[23, 24]].mean(0)
+        depth = camera.focal_px * 1.7 / (detection.bbox[3] - detection.bbox[1])
+        pelvis = depth * np.array([(u - camera.cx) / camera.focal_px, -(v - camera.cy) / camera.focal_px, -1.0])
+        shift = pelvis - fk.positions[0]
+        joints = fk.positions + shift
+        return SimpleNamespace(local_rot=pose.local_rot, trans=pose.trans + shift, joints=joints,
+                               camera=camera, projected=camera.project(joints))
+    return fit_to_image
+
+
+def test_the_fit_path_through_the_photos_camera(photo_set, tmp_path, monkeypatch):
+    from models.photo import fit
+
+    calls = []
+    monkeypatch.setattr(fit, "fit_to_image", fake_fit(calls), raising=False)
+    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "a.json")])
+    report = json.loads((tmp_path / "a.json").read_text())
+    methods = report["methods"]
+    # the camera a user gets, not the labels' intrinsics
+    expected, _ = bp.photo_camera(photo_set / "person.jpg", 2048, 2048)
+    assert calls == [expected] and calls[0].focal_px != pytest.approx(1500, rel=0.01)
+    # the stand-in is the lift placed in depth: the same pose, the same figures, the same projection
+    for key in ("mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "head_deg", "pck2d_gt", "err2d_px"):
+        assert methods["fit"][key] == pytest.approx(methods["lift"][key], abs=2e-3), key
+    assert methods["fit"]["pck2d_gt"] > 0.5   # placed over the person, the projection lands on them
+
+    monkeypatch.delattr(fit, "fit_to_image")
+    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "b.json")])
+    methods = json.loads((tmp_path / "b.json").read_text())["methods"]
+    assert methods["fit"] == {"frames": 0, "skipped": "models.photo.fit has no fit_to_image yet"}
+    assert "pck2d_gt" not in methods["lift"] and "pck2d_gt_missing" in methods["lift"]
+    assert methods["lift"]["mpjpe_mm"] > 0
