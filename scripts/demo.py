@@ -177,7 +177,7 @@ def photo_posed_body(bpy, scene, location, notes):
     arm = bpy.context.active_object
     arm.name = f"SMPL-IK from {photo.name}"
     try:
-        bpy.ops.smpl_ik.pose_from_image(filepath=str(photo), effectors=False)
+        bpy.ops.smpl_ik.pose_from_image(filepath=str(photo), effectors=False, camera=False)
     except RuntimeError as exc:   # MediaPipe not installed, or nobody found
         notes.append(f"no photo body: {exc}")
         bpy.data.objects.remove(arm.smpl_ik.mesh)

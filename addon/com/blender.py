@@ -72,8 +72,9 @@ def select_only(context, obj):
 
 
 def remove_created(created):
-    """Remove what a failed step made (objects, then their data left without users; actions;
-    images), in the order given, so nothing is orphaned. None entries are skipped."""
+    """Remove what a failed step made (objects, then their data left without users: meshes,
+    armatures, cameras; actions; images), in the order given, so nothing is orphaned. None
+    entries are skipped."""
     for item in created:
         if item is None:
             continue
@@ -84,10 +85,10 @@ def remove_created(created):
         else:
             data = item.data
             bpy.data.objects.remove(item)
-            if isinstance(data, bpy.types.Mesh) and data.users == 0:
-                bpy.data.meshes.remove(data)
-            elif isinstance(data, bpy.types.Armature) and data.users == 0:
-                bpy.data.armatures.remove(data)
+            for kind, collection in ((bpy.types.Mesh, bpy.data.meshes), (bpy.types.Armature, bpy.data.armatures),
+                                     (bpy.types.Camera, bpy.data.cameras)):
+                if isinstance(data, kind) and data.users == 0:
+                    collection.remove(data)
 
 
 def assign_new_action(obj, name):

@@ -1,16 +1,17 @@
 """Photo operators (`smpl_ik.pose_from_image`)."""
 import bpy
+import numpy as np
 from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
 from ...models.core.errors import SmplIkError
-from ..com.blender import remove_created
 from ..com.objects import body_of, is_effector
-from .image import MISSING, PhotoOptions, detector_available, pose_from_image
+from .image import MAX_PEOPLE, MISSING, PhotoOptions, detector_available, pose_from_image
 
 
 class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
-    """Pose the active body (or a new one) like the person in a photo, with effectors on the
-    joints the photo shows and the photo behind the body as a reference"""
+    """Pose the active body (or a new one) like the person in a photo, fitted through the
+    camera the photo was taken with: that camera is added with the photo as its background,
+    and effectors are pinned on the joints the photo shows"""
 
     bl_idname = "smpl_ik.pose_from_image"
     bl_label = "Pose from Photo"
@@ -19,11 +20,17 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
     filepath: StringProperty(name="Photo", subtype="FILE_PATH")
     filter_image: BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
     filter_folder: BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
-    person: IntProperty(name="Person", default=1, min=1, max=10,
+    person: IntProperty(name="Person", default=1, min=1, max=MAX_PEOPLE,
                         description="Which person, by size in the photo (1: the largest)")
+    all_people: BoolProperty(name="All People", default=False,
+                             description="Pose every person in the photo: the active body takes the "
+                                         "largest, a new body each other one, all seen by one camera")
     min_visibility: FloatProperty(name="Minimum Visibility", default=0.5, min=0.0, max=1.0,
                                   description="Joints the detector is less sure of are guessed by SMPL-IK")
-    reference: BoolProperty(name="Show Photo", default=True, description="Stand the photo behind the body")
+    camera: BoolProperty(name="Add Camera", default=True,
+                         description="Add the camera the photo was taken with, the photo as its background, "
+                                     "as the scene's camera (the render size set to the photo's): looking "
+                                     "through it the body overlays the person")
     effectors: BoolProperty(name="Add Effectors", default=True,
                             description="Pin the joints the photo shows, ready for editing")
     key_animated: BoolProperty(name="Key If Animated", default=True,
@@ -39,41 +46,46 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
     def execute(self, context):
+        obj = context.active_object
+        arm = body_of(obj.smpl_ik_effector.body if is_effector(obj) else obj)
         try:
-            obj = context.active_object
-            arm = body_of(obj.smpl_ik_effector.body if is_effector(obj) else obj)
-            created = arm is None
-            if created:  # no body yet: check the photo on a throw-away load first, then add one
-                if not detector_available():
-                    raise SmplIkError(MISSING)
-                bpy.ops.smpl_ik.add_body()
-                arm = context.active_object
-            try:
-                result = pose_from_image(context, arm, self.photo_options())
-            except SmplIkError:
-                if created:  # leave the scene as it was
-                    remove_created((arm.smpl_ik.mesh, arm))
-                raise
+            result = pose_from_image(context, arm, self.photo_options())
         except SmplIkError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        seen = int(result.pose.confident.sum())
-        method = "IK-GAT" if result.pose.method == "ikgat" else "SMPL-IK"
-        posed = (f"Posed {arm.name} from person {self.person} of {result.people} "
-                 f"({seen} of 24 joints seen, {method})")
+        for note in result.notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, posed_report(result))
+        first = result.bodies[0]
         if result.keyed_frame is not None:
-            self.report({"INFO"}, f"{posed}; keyed at frame {result.keyed_frame}, as the body is animated")
+            self.report({"INFO"}, f"{first.name}: keyed at frame {result.keyed_frame}, as the body is animated")
         elif result.animated:
-            self.report({"WARNING"}, f"{posed}; the body is animated, so its action replaces this pose "
+            self.report({"WARNING"}, f"{first.name}: the body is animated, so its action replaces this pose "
                                      "at the next frame change: key it with Keyframe Pose")
-        else:
-            self.report({"INFO"}, posed)
         return {"FINISHED"}
 
     def photo_options(self):
-        return PhotoOptions(filepath=self.filepath, person=self.person, min_visibility=self.min_visibility,
-                                  show_photo=self.reference, add_effectors=self.effectors,
-                                  key_animated=self.key_animated)
+        return PhotoOptions(filepath=self.filepath, person=self.person, all_people=self.all_people,
+                            min_visibility=self.min_visibility, add_camera=self.camera,
+                            add_effectors=self.effectors, key_animated=self.key_animated)
+
+
+def posed_report(result):
+    """One line on what Pose from Photo did: each body and its person, how many joints the
+    photo showed and how far its keypoints lie from the detector's, and the camera."""
+    parts = []
+    for arm, person, fit in zip(result.bodies, result.persons, result.fits):
+        seen = int(fit.confident.sum())
+        off = float(np.nanmedian(fit.keypoint_error_px))
+        parts.append(f"{arm.name} from person {person} ({seen} of 24 joints seen, keypoints {off:.1f} px off)")
+    text = f"Posed {', '.join(parts)} of {result.people} found"
+    if result.camera is not None:
+        width, height = result.size
+        text += (f"; camera {result.camera.name!r} is the scene camera (render size set to {width}x{height}"
+                 + (f"; it was {result.previous_camera.name!r}" if result.previous_camera is not None else "")
+                 + "): look through it to see the photo behind the bodies")
+    return text
+
 
 classes = (SMPL_IK_OT_pose_from_image,)
 register, unregister = bpy.utils.register_classes_factory(classes)
