@@ -465,8 +465,10 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
 
 @dataclass(frozen=True, eq=False)
 class PhotoScene:
-    """People fitted in one photo, placed in a world frame in SMPL's axes (Y up, metres) where
-    they stand on the floor y = 0 with the first person's pelvis above the origin: `poses`, one
+    """People fitted in one photo, placed in one frame in SMPL's axes (Y up, metres): the first
+    person's body frame, where they stand as their body stands at rest (pelvis above the origin,
+    the lowest ankle or foot joint at its rest height, so the body's own floor is the floor;
+    the others on the same floor as far as the fit's depth allows): `poses`, one
     (local_rot (24, 3, 3), trans (3,)) per person, in the order of `fits`; the camera at
     `camera_position` (3,) turned by `camera_rotation` (3, 3) (world from camera frame,
     models/photo/camera.py); `tilt_deg` how far the camera was found tilted from level."""
@@ -478,21 +480,43 @@ class PhotoScene:
     fits: tuple
 
 
+FLOOR_TRUST = 0.25   # square metres: feet this far apart (0.5 m) weigh as much as the people's own up
+
+
+SHINS = tuple((JOINT_INDEX[f"{side}_ankle"], JOINT_INDEX[f"{side}_knee"]) for side in ("left", "right"))
+
+
+def _standing_up(fit):
+    """(3,) unit: which way is up for a person, camera frame: their shins' mean direction, ankle
+    to knee, when the photo showed both legs' knees and ankles; else their pelvis's up."""
+    if all(fit.confident[a] and fit.confident[k] for a, k in SHINS):
+        return unit(sum(unit(fit.joints[k] - fit.joints[a]) for a, k in SHINS))
+    return fit.local_rot[0] @ [0.0, 1.0, 0.0]
+
+
 def photo_scene(fits, rest_joints):
     """Place ImageFits of one photo (each person's rest joints in `rest_joints`, one (24, 3)
-    each) in a PhotoScene. The camera's tilt is taken from the people: the world's up is the
-    mean of their pelvises' up directions (weighted by their box diagonals), the camera turned
-    from its own frame by the shortest rotation that makes that up the world's. The floor is at
+    each) in a PhotoScene. The camera's tilt is taken from the people, who stand on their feet:
+    the world's up is the mean direction of their shins, ankle to knee (where the photo shows
+    both knees and ankles; else their pelvises' up), weighted by their box diagonals, and the
+    camera is turned from its own frame by the shortest rotation that makes that up the world's
+    (a person bent forward keeps the camera level: their shins stand upright). With two people
+    or more, that up is turned toward the one that puts every person's lowest foot on one plane,
+    the more so the further apart they stand (FLOOR_TRUST). The floor is at
     the first person's lowest ankle or foot joint less its height at rest; every person keeps the
     depth the fit found from their size in the image, so the people stand where the camera sees
     them, nearer or further (a person's own floor may differ by the fit's depth error)."""
-    from ..core.rotations import shortest_arc, unit
+    from ..core.rotations import shortest_arc
 
     fits, rests = tuple(fits), [np.asarray(r, dtype=np.float64) for r in rest_joints]
     if not fits:
         raise SmplIkError("no people to place")
     weights = np.array([f.box_diagonal_px for f in fits])
-    up = unit(sum(w * (f.local_rot[0] @ [0.0, 1.0, 0.0]) for w, f in zip(weights, fits)))
+    up = unit(sum(w * _standing_up(f) for w, f in zip(weights, fits)))
+    if len(fits) > 1:   # people stand on one floor: the up that puts their feet on one plane
+        lowest = np.array([f.joints[list(FOOT_JOINTS)][np.argmin(f.joints[list(FOOT_JOINTS)] @ up)] for f in fits])
+        spread = lowest[1:] - lowest[0]
+        up = unit(np.linalg.solve(spread.T @ spread + FLOOR_TRUST * np.eye(3), FLOOR_TRUST * up))
     turn = shortest_arc(up, np.array([0.0, 1.0, 0.0]))
     first, rest0 = fits[0], rests[0]
     joints = first.joints @ turn.T
