@@ -231,6 +231,15 @@ def driven_rig(bpy, scene, location, notes):
     return rig, sticks
 
 
+def save_blend(bpy, path):
+    """Save a copy of the open file at `path` atomically, leaving nothing else beside it."""
+    from models.core.files import atomic_path
+
+    with atomic_path(path) as tmp:
+        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, check_existing=False)
+        Path(tmp + "1").unlink(missing_ok=True)   # Blender keeps the (empty) file it saved over as .blend1
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="out", help="output folder (default: out)")
@@ -257,8 +266,7 @@ def main(argv=None):
         bpy.context.scene.render.filepath = tmp
         bpy.ops.render.render(write_still=True)
     t_render = time.time() - t0
-    with atomic_path(out / "demo.blend") as tmp:
-        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, check_existing=False)
+    save_blend(bpy, out / "demo.blend")
     print(f"scene {t_scene:.1f} s, render {t_render:.1f} s -> {out / 'demo.png'}, {out / 'demo.blend'}")
 
 

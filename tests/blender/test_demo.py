@@ -27,3 +27,14 @@ def test_demo_scene_builds_without_deprecated_calls():
     background = bpy.context.scene.world.node_tree.nodes["Background"]
     assert background.inputs["Strength"].default_value == pytest.approx(0.35)
     assert bpy.context.scene.render.engine == "CYCLES"
+
+
+def test_the_demo_file_is_saved_alone(tmp_path):
+    """The .blend is written to a temporary name and renamed: no partial file, and no backup of
+    the temporary file Blender saved over, is left beside it."""
+    import demo
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    demo.save_blend(bpy, tmp_path / "demo.blend")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.blend"]
+
