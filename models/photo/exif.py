@@ -12,6 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from ..core.errors import SmplIkError
+from .image_size import jpeg_segments
 
 TAG_ORIENTATION = 0x0112
 TAG_EXIF_IFD = 0x8769
@@ -117,27 +118,8 @@ def _find_tiff(f, name):
 
 
 def _jpeg_tiff(f, name):
-    for _ in range(MAX_JPEG_MARKERS):
-        head = f.read(2)
-        fill = 0
-        while head[:1] == b"\xff" and head[1:] == b"\xff" and fill < 64:   # fill bytes before a marker
-            head = head[1:] + f.read(1)
-            fill += 1
-        if len(head) < 2 or head[0] != 0xFF:
-            return None   # not a marker: the image data is the image reader's business, not EXIF's
-        marker = head[1]
-        if marker == 0x01 or 0xD0 <= marker <= 0xD8:   # TEM, RSTn, SOI: no length follows
-            continue
-        if marker in (0xD9, 0xDA):   # EOI, or SOS (the image data): no EXIF came before it
-            return None
-        raw = f.read(2)
-        if len(raw) < 2:
-            return None
-        length = struct.unpack(">H", raw)[0] - 2
-        if length < 0:
-            return None
+    for marker, length in jpeg_segments(f, MAX_JPEG_MARKERS):
         if marker != 0xE1:
-            f.seek(length, io.SEEK_CUR)
             continue
         payload = f.read(length)
         if not payload.startswith(EXIF_HEADER[:len(payload)]):

@@ -5,7 +5,6 @@ decodes the whole image (1.6 GB for a 20,000 x 20,000 photo) before it answers.
 Pure Python; at most a few kilobytes are read besides the JPEG segments skipped over, and a
 cut or hostile header gives None (the caller then asks the image reader), never an error.
 """
-import io
 import struct
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -47,33 +46,43 @@ def _png(head):
     return _positive(*struct.unpack(">II", head[16:24]))
 
 
-def _jpeg(f):
-    for _ in range(MAX_JPEG_SEGMENTS):
+def jpeg_segments(f, limit=MAX_JPEG_SEGMENTS):
+    """Walk a JPEG's marker segments, `f` just after its SOI: yields (marker, length) with `f` at
+    the segment's payload of `length` bytes, and goes on after the payload whatever the caller
+    read of it. Ends at EOI or SOS (the image data), at anything that is not a marker (a cut or
+    damaged file) and after `limit` markers."""
+    for _ in range(limit):
         if f.read(1) != b"\xff":
-            return None                 # not at a marker: cut short or not a JPEG
+            return                      # not at a marker: cut short or not a JPEG
         byte = f.read(1)
         for _ in range(MAX_FILL):       # fill bytes before the marker's code
             if byte != b"\xff":
                 break
             byte = f.read(1)
         if not byte or byte == b"\xff":
-            return None
+            return
         marker = byte[0]
         if marker == 0x01 or 0xD0 <= marker <= 0xD8:   # TEM, RSTn, SOI: no length follows
             continue
-        if marker in (0xD9, 0xDA):       # EOI or the scan's data before any frame header
-            return None
+        if marker in (0xD9, 0xDA):       # EOI, or SOS: the scan's data
+            return
         raw = f.read(2)
         if len(raw) < 2 or struct.unpack(">H", raw)[0] < 2:
-            return None
+            return
         length = struct.unpack(">H", raw)[0] - 2
+        start = f.tell()
+        yield marker, length
+        f.seek(start + length)
+
+
+def _jpeg(f):
+    for marker, _length in jpeg_segments(f):
         if marker in JPEG_SOF:
             frame = f.read(5)            # precision, height, width
             if len(frame) < 5:
                 return None
             height, width = struct.unpack(">HH", frame[1:5])
             return _positive(width, height)   # a height of 0 (set by a later DNL) is not read
-        f.seek(length, io.SEEK_CUR)
     return None
 
 
