@@ -20,8 +20,8 @@ not in `found`; every figure is over the found frames.
 Methods (all in the camera's axes: +X right, +Y up, +Z toward the camera; the labels' OpenCV
 coordinates (x, y, z) become (x, -y, -z)):
   fit            models.photo.fit.fit_to_image(detection, rest, camera, body): the body fitted
-                 to the 2D keypoints through the camera (skipped, with the reason, while the
-                 function is not there)
+                 to the 2D keypoints through the camera (skipped, with the reason, when it
+                 fails on every found frame for one reason)
   lift           models.photo.fit.pose_from_detection: today's pose, MediaPipe's 3D directions
                  on the body (its joints by forward kinematics; it stands at the origin)
   mediapipe_raw  MediaPipe's world landmarks as SMPL joints (models.photo.fit.smpl_targets: the
@@ -86,6 +86,7 @@ from models.core.kinematics import forward_kinematics  # noqa: E402
 from models.core.metrics import aligned_error, angle_deg, pck, procrustes_error  # noqa: E402
 from models.core.rotations import unit  # noqa: E402
 from models.core.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
+from models.photo.camera import camera_for_image  # noqa: E402
 
 METHODS = ("fit", "lift", "mediapipe_raw")
 MIN_IOU = 0.1
@@ -308,34 +309,20 @@ def summary(per_frame, method):
 
 
 # --- the run ------------------------------------------------------------------------------
-def photo_camera(path, width, height):
-    """(the Camera a user of this photo gets, which function gave it)."""
-    from models.photo import camera
-
-    for_image = getattr(camera, "camera_for_image", None)
-    if for_image is not None:
-        return for_image(path, width, height), "camera_for_image"
-    return camera.default_camera(width, height), "default_camera (camera_for_image is not there yet)"
-
-
 def frame_estimates(detection, path, width, height, body, rest, offsets):
     """(method -> Estimate or the error message, the camera's description) for one person."""
     from models.photo import fit as photo_fit
 
     out = {}
-    camera, camera_from = photo_camera(path, width, height)
-    fit_to_image = getattr(photo_fit, "fit_to_image", None)
+    camera = camera_for_image(path, width, height)   # a user's camera, never the labels' intrinsics
     fitted = None
-    if fit_to_image is None:
-        out["fit"] = "models.photo.fit has no fit_to_image yet"
-    else:
-        try:
-            fitted = fit_to_image(detection, rest, camera, body=body)
-            rot = forward_kinematics(fitted.local_rot, rest, PARENTS).rotations
-            points = smpl_points(np.asarray(fitted.joints, dtype=np.float64), rot, offsets)
-            out["fit"] = Estimate(points, projected(points, fitted.camera))
-        except SmplIkError as exc:
-            out["fit"] = str(exc)
+    try:
+        fitted = photo_fit.fit_to_image(detection, rest, camera, body=body)
+        rot = forward_kinematics(fitted.local_rot, rest, PARENTS).rotations
+        points = smpl_points(np.asarray(fitted.joints, dtype=np.float64), rot, offsets)
+        out["fit"] = Estimate(points, projected(points, fitted.camera))
+    except SmplIkError as exc:
+        out["fit"] = str(exc)
     try:
         pose = photo_fit.pose_from_detection(detection, rest)
         fk = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans)
@@ -351,7 +338,7 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
     except SmplIkError as exc:
         out["mediapipe_raw"] = str(exc)
     used = fitted.camera if fitted is not None else camera
-    return out, {"from": camera_from, "focal_px": float(used.focal_px)}
+    return out, {"from": "camera_for_image", "focal_px": float(used.focal_px)}
 
 
 def run_frame(frame, body, rest, offsets):

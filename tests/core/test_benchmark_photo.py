@@ -17,7 +17,8 @@ import benchmark_photo as bp  # noqa: E402
 from models.core.kinematics import forward_kinematics  # noqa: E402
 from models.core.rotations import axis_angle_to_matrix  # noqa: E402
 from models.core.skeleton import PARENTS  # noqa: E402
-from models.photo.camera import default_camera  # noqa: E402
+from models.core.errors import SmplIkError  # noqa: E402
+from models.photo.camera import camera_for_image, default_camera  # noqa: E402
 
 LABELLED = ROOT.parent / "shared" / "data" / "images" / "labelled" / "3dhp"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -221,21 +222,23 @@ def test_the_fit_path_through_the_photos_camera(photo_set, tmp_path, monkeypatch
     from models.photo import fit
 
     calls = []
-    monkeypatch.setattr(fit, "fit_to_image", fake_fit(calls), raising=False)
+    monkeypatch.setattr(fit, "fit_to_image", fake_fit(calls))
     bp.main(["--data", str(photo_set), "--json", str(tmp_path / "a.json")])
     report = json.loads((tmp_path / "a.json").read_text())
     methods = report["methods"]
     # the camera a user gets, not the labels' intrinsics
-    expected, _ = bp.photo_camera(photo_set / "person.jpg", 2048, 2048)
+    expected = camera_for_image(photo_set / "person.jpg", 2048, 2048)
     assert calls == [expected] and calls[0].focal_px != pytest.approx(1500, rel=0.01)
     # the stand-in is the lift placed in depth: the same pose, the same figures, the same projection
     for key in ("mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "head_deg", "pck2d_gt", "err2d_px"):
         assert methods["fit"][key] == pytest.approx(methods["lift"][key], abs=2e-3), key
     assert methods["fit"]["pck2d_gt"] > 0.5   # placed over the person, the projection lands on them
 
-    monkeypatch.delattr(fit, "fit_to_image")
+    def failing_fit(*_args, **_kwargs):
+        raise SmplIkError("cannot fit a body to this person")
+    monkeypatch.setattr(fit, "fit_to_image", failing_fit)
     bp.main(["--data", str(photo_set), "--json", str(tmp_path / "b.json")])
     methods = json.loads((tmp_path / "b.json").read_text())["methods"]
-    assert methods["fit"] == {"frames": 0, "skipped": "models.photo.fit has no fit_to_image yet"}
+    assert methods["fit"] == {"frames": 0, "skipped": "cannot fit a body to this person"}
     assert "pck2d_gt" not in methods["lift"] and "pck2d_gt_missing" in methods["lift"]
     assert methods["lift"]["mpjpe_mm"] > 0

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from models.core.errors import SmplIkError
+from models.core.metrics import procrustes_error
 from models.core.rotations import axis_angle_to_matrix, unit
 from models.core.skeleton import JOINT_INDEX as J
 from models.photo import detect, fit
@@ -49,16 +50,6 @@ def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, s
     return detect.Detection(world=world, image_xy=xy, visibility=vis, bbox=(*lo, *hi)), out.posed_joints
 
 
-def procrustes_mm(a, b):
-    """Mean joint distance (mm) after the best similarity transform of a onto b."""
-    a0, b0 = a - a.mean(0), b - b.mean(0)
-    u, s, vt = np.linalg.svd(b0.T @ a0)
-    d = np.sign(np.linalg.det(u @ vt))
-    s[-1] *= d
-    u[:, -1] *= d
-    return 1e3 * np.linalg.norm((s.sum() / (a0 ** 2).sum()) * a0 @ (u @ vt).T - b0, axis=1).mean()
-
-
 def head_forward(local):
     """The head's forward direction: its world rotation (forward kinematics of local rotations
     (24, 3, 3)) applied to the body's forward, +Z."""
@@ -85,7 +76,7 @@ def test_the_fit_recovers_pose_and_place_through_a_known_camera(open_body):
     fitted = ~np.isnan(result.keypoint_error_px)
     assert fitted.sum() >= 20
     assert np.median(result.keypoint_error_px[fitted]) < 2.0 and np.percentile(result.keypoint_error_px[fitted], 90) < 4.0
-    assert procrustes_mm(result.joints, truth) < 20.0
+    assert 1e3 * procrustes_error(result.joints, truth) < 20.0
     # the place: the body's depth comes from its size in the image; within 5% at 4 m
     assert abs(result.joints[0, 2] - truth[0, 2]) < 0.05 * 4.0
     assert np.abs(result.projected - camera.project(truth)).max() < 15.0
