@@ -30,12 +30,11 @@ def body_model_of(arm_obj):
     return load_body_model(props.body_path or open_body_path(props.gender or "neutral"))
 
 
-def open_body_name_of(arm_obj, body):
-    """models.body.model.open_body_name of a body object (its file path resolved as Blender
-    resolves relative paths) with its BodyModel `body`: the open body's name, or None for a
-    user's file."""
-    path = arm_obj.smpl_ik.body_path
-    return open_body_name(bpy.path.abspath(path) if path else None, body.gender)
+def open_body_name_of(body_path, body):
+    """models.body.model.open_body_name of a body's file path (as a body object records it,
+    relative paths resolved as Blender resolves them; '' for an open body) with its BodyModel
+    `body`: the open body's name, or None for a user's file."""
+    return open_body_name(bpy.path.abspath(body_path) if body_path else None, body.gender)
 
 
 def _world_matrix(arm):

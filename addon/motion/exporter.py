@@ -173,7 +173,7 @@ def export_motion(context, arm, options, progress=lambda fraction: None):
         notes.append(f"the locations of {', '.join(moved[:3])} are not exported (SMPL's joints only rotate)")
     if options.up_axis == "Z":
         poses, trans = amass.z_up_from_smpl_frame(poses, trans, pelvis)
-    body_model = open_body_name_of(arm, body) or Path(arm.smpl_ik.body_path).name
+    body_model = open_body_name_of(arm.smpl_ik.body_path, body) or Path(arm.smpl_ik.body_path).name
     # the body's floor in the file's numbers (SMPL's up in armature space is the file's up
     # either way), so that importing the file puts it back on a floor
     try:

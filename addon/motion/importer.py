@@ -15,7 +15,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ...models.body.model import NUM_BETAS, load_body_model, open_body_name, open_body_path
+from ...models.body.model import NUM_BETAS, load_body_model, open_body_path
 from ...models.core.errors import SmplIkError
 from ...models.core.rotations import axis_angle_to_quat_wxyz
 from ...models.motion import amass, floor
@@ -143,9 +143,8 @@ def import_motion(context, options, progress=lambda fraction: None):
         body, body_path, more = _body_for_gender(context, motion)
         notes += more
         floor_height, tilt = 0.0, 0.0   # the file's origin at the cursor: the floor at the cursor's height
-    open_name = (open_body_name_of(arm, body) if arm is not None
-                 else open_body_name(bpy.path.abspath(body_path) if body_path else None, body.gender))
-    carried = carried_betas(motion.betas, motion.body_model, open_name, NUM_BETAS, SHAPE_KEY_RANGE)
+    carried = carried_betas(motion.betas, motion.body_model, open_body_name_of(body_path, body), NUM_BETAS,
+                            SHAPE_KEY_RANGE)
     betas = carried.betas
     notes += carried.notes
     if options.up_axis == "AUTO":
