@@ -1,6 +1,6 @@
 """Benchmark the learned IK against classical answers on motion capture, one thread.
 
-    python scripts/benchmark.py --data DIR --json OUT [--max-frames N] [--held-out-only]
+    python scripts/benchmark.py --data DIR --json OUT [--max-frames N] [--held-out-only] [--weights DIR]
                                 [--body neutral|female|male|FILE]
 
 Every clip in DIR is retargeted with the motion code to get ground-truth SMPL poses on a
@@ -86,21 +86,18 @@ from models.ik.flow import DEFAULT_FLOW_WEIGHTS as FLOW_WEIGHTS  # noqa: E402
 SIX_POINTS = SIX_POINT_JOINTS
 
 
-def held_out_clips():
-    """Clips no shipped network was trained on, from the weights' training records."""
-    clips = None
-    for record in sorted(WEIGHTS_DIR.glob("*.json")):
-        held = set(json.loads(record.read_text()).get("validation_clips", []))
-        clips = held if clips is None else clips & held
-    return clips or set()
+def trained_clips(weights_dir):
+    """Names of the clips any network in weights_dir was trained on (its training records)."""
+    return {Path(c).name for record in sorted(Path(weights_dir).glob("*.json"))
+            for c in json.loads(record.read_text()).get("train_clips", [])}
 
 
-def ground_truth(folder, max_frames, held_out_only, body, seed=0):
+def ground_truth(folder, max_frames, held_out_only, body, seed=0, weights_dir=WEIGHTS_DIR):
     """Local rotations (N, 24, 3, 3), rest joints (N, 24, 3), positions (N, 24, 3), clip names."""
     files = [f.path for f in find_bvh_files([folder]).found]
     if held_out_only:
-        held = held_out_clips()
-        files = [f for f in files if f.name in held]
+        trained = trained_clips(weights_dir)
+        files = [f for f in files if f.name not in trained]
     if not files:
         raise SystemExit(f"{folder}: no BVH clips to benchmark on")
     rots, rests, poss, names = [], [], [], []
@@ -422,6 +419,9 @@ def main(argv=None):
                     help="frames for the generative figures (protocol, alternatives; 0: none) (default 1000)")
     ap.add_argument("--baseline-frames", type=int, default=100,
                     help="frames for the (slow) optimisation baseline (default 100)")
+    ap.add_argument("--weights", type=Path, default=WEIGHTS_DIR,
+                    help="folder holding the networks (ikgat.npz, smplik.npz, smplik_flow.npz and their "
+                         "records) (default the shipped ones)")
     ap.add_argument("--body", default="neutral",
                     help="the body the clips are retargeted onto: neutral, female, male (the open bodies) "
                          "or an SMPL-family file (default neutral)")
@@ -431,24 +431,27 @@ def main(argv=None):
         body = load_body_model(open_body_path(args.body) if args.body in GENDERS else args.body)
     except SmplIkError as exc:
         raise SystemExit(f"--body: {exc}") from None
-    gt_rot, rest, pos, clips = ground_truth(args.data, args.max_frames, args.held_out_only, body)
+    ikgat_weights, smplik_weights, flow_weights = (args.weights / p.name for p in (IKGAT_WEIGHTS, SMPLIK_WEIGHTS,
+                                                                                    FLOW_WEIGHTS))
+    gt_rot, rest, pos, clips = ground_truth(args.data, args.max_frames, args.held_out_only, body,
+                                            weights_dir=args.weights)
     n = len(gt_rot)
     batch = [np.resize(pos, (1024,) + pos.shape[1:]), np.resize(rest, (1024,) + rest.shape[1:])]
     methods = {}
     methods["analytic_full"] = {**score(analytic_rotations(pos, rest), rest, pos, gt_rot),
                                 **timing(analytic_rotations, [pos, rest], batch)}
-    if IKGAT_WEIGHTS.exists():
+    if ikgat_weights.exists():
         for name, symmetric in (("ikgat_one_pass", False), ("ikgat", True)):
-            net = IkGat.load(symmetric=symmetric)
+            net = IkGat.load(ikgat_weights, symmetric=symmetric)
             methods[name] = {**score(net(pos, rest), rest, pos, gt_rot), **timing(net, [pos, rest], batch)}
     else:
-        print(f"ikgat skipped: {IKGAT_WEIGHTS} not trained yet", file=sys.stderr)
-    if SMPLIK_WEIGHTS.exists():
+        print(f"ikgat skipped: {ikgat_weights} not trained yet", file=sys.stderr)
+    if smplik_weights.exists():
         world = forward_kinematics(gt_rot, rest, PARENTS, pos[:, 0] - rest[:, 0]).rotations
         six = [six_point_effectors(p) for p in pos]
         big = np.resize(pos[:, list(SIX_POINTS)], (1024, len(SIX_POINTS), 3))
         for name, symmetric in (("smplik_6pt_one_pass", False), ("smplik_6pt", True)):
-            net = SmplIk.load(symmetric=symmetric)
+            net = SmplIk.load(smplik_weights, symmetric=symmetric, flow_path=flow_weights)
             local, trans = net.solve_positions(SIX_POINTS, pos[:, list(SIX_POINTS)], rest)
             single = median_seconds(lambda i: net.solve(six[i % n], rest[i % n], SolveOptions(refine=None)), 100)
             rate = 1024 / median_seconds(lambda i: net.solve_positions(SIX_POINTS, big, batch[1]), 5)
@@ -470,9 +473,9 @@ def main(argv=None):
         if net.flow is not None and args.protocol_frames:
             methods.update(generative(net, body, gt_rot, rest, pos, world, args.protocol_frames))
         elif net.flow is None:
-            print(f"generative figures skipped: {FLOW_WEIGHTS} not trained yet", file=sys.stderr)
+            print(f"generative figures skipped: {flow_weights} not trained yet", file=sys.stderr)
     else:
-        print(f"smplik skipped: {SMPLIK_WEIGHTS} not trained yet", file=sys.stderr)
+        print(f"smplik skipped: {smplik_weights} not trained yet", file=sys.stderr)
     k = min(args.baseline_frames, n)
     t = time.perf_counter()
     base = baseline_6pt(pos[:k], rest[:k])
@@ -480,6 +483,7 @@ def main(argv=None):
     methods["baseline_6pt"] = {**score(base[0], rest[:k], pos[:k], gt_rot[:k], base[1], [list(SIX_POINTS)] * k),
                                "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
     report = {"frames": n, "data": str(args.data), "held_out_only": args.held_out_only, "clips": clips,
+              "weights": str(args.weights),
               "body": body.label,
               "methods": {m: {key: round(v, 3) if isinstance(v, float) else v for key, v in r.items()}
                           for m, r in methods.items()}}

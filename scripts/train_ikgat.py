@@ -2,12 +2,12 @@
 
     python scripts/train_ikgat.py [--preset smoke|full] [--data FILE] [--out FILE]
 
---data is a file from scripts/build_dataset.py; by default out/cmu_train_smpl.npz, built from
-../shared/data/mocap/cmu_train on first use. Whole clips listed in
+--data is a file from scripts/build_dataset.py; by default out/training_smpl.npz, built from
+../shared/data/mocap/cmu_train and cmu_varied on first use. Whole clips listed in
 models/training/loop.py are held out for validation. Presets: `smoke` (CI, under a minute),
 `full` (a time budget on 2 CPU cores, see --minutes; the shipped weights started there and
 were continued with --init, as their JSON record says). Each training pose gets a random body
-shape, mirroring and heading; limbs and trunk are swapped between frames (--swap), single
+(one of the open bodies, a random shape, bone lengths varied), mirroring and heading; limbs and trunk are swapped between frames (--swap), single
 joints set to rest or turned further (--jitter), and bones turned further with their twist
 kept (--bend, --bend-joints, --bend-degrees), so the network also meets rigs and poses unlike
 the capture.

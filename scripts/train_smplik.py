@@ -2,9 +2,10 @@
 
     python scripts/train_smplik.py [--preset smoke|full] [--data FILE] [--out FILE]
 
---data is a file from scripts/build_dataset.py (default out/cmu_train_smpl.npz, built from
-../shared/data/mocap/cmu_train on first use); whole clips listed in models/training/loop.py
-are held out for validation. Each training pose gets a random body shape, mirroring, a random
+--data is a file from scripts/build_dataset.py (default out/training_smpl.npz, built from
+../shared/data/mocap/cmu_train and cmu_varied on first use); whole clips listed in models/training/loop.py
+are held out for validation. Each training pose gets a random body (one of the open bodies, a random shape, bone lengths
+varied), mirroring, a random
 heading and position, and a random set of 3-12 effectors (the first a position, the others
 positions 60%, rotations 25%, look-ats 15%), or SMPL-IK's six points (half the poses;
 --six-share). Each limb and the trunk takes its rotations from another frame 20% of the time

@@ -3,8 +3,10 @@ batches and the trainers' common command-line options.
 
 Training data is the file `scripts/build_dataset.py` (models.motion.batch.build_dataset)
 writes from retargeted motion capture; `ensure_data` builds the default one on first use.
-Every batch draws poses, gives them a random body shape (betas ~ N(0, 1)), mirrors half of
-them left-right and turns them to a random heading.
+Every batch draws poses (each source folder an equal share: locomotion and sport, and the
+varied motion), puts them on a random body (one of the three open bodies, its betas ~ N(0, 1)
+scaled by 0.5-1.75, each bone's length varied by a few percent as other skeletons differ),
+mirrors half of them left-right and turns them to a random heading.
 """
 import argparse
 import hashlib
@@ -17,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..body.model import NUM_BETAS, load_body_model
+from ..body.model import GENDERS, NUM_BETAS, load_body_model, open_body_path
 from ..core.errors import SmplIkError
 from ..core.files import write_json
 from ..core.kinematics import depth_levels
@@ -26,13 +28,19 @@ from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOIN
 from ..motion.batch import build_dataset, save_npz_atomically
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATA = ROOT / "out" / "cmu_train_smpl.npz"   # the trainers' --data default
-MOCAP = ROOT.parent / "shared" / "data" / "mocap" / "cmu_train"   # what it is built from
+DEFAULT_DATA = ROOT / "out" / "training_smpl.npz"   # the trainers' --data default
+_MOCAP = ROOT.parent / "shared" / "data" / "mocap"
+# What it is built from: folder, frames dropped at each clip's start (CMU's own files begin with
+# a reference pose; the varied set's converted files do not).
+MOCAP_SOURCES = ((_MOCAP / "cmu_train", 1), (_MOCAP / "cmu_varied", 0))
 
-# Whole clips kept out of training (one or more per kind of motion in cmu_train).
-VALIDATION_CLIPS = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
-                    "cmu_directing_traffic_4.bvh", "cmu_jumping_5.bvh", "cmu_running_5.bvh",
-                    "cmu_soccer_5.bvh", "cmu_walking_20.bvh", "cmu_walking_40.bvh")
+# Whole clips kept out of training: one or more per kind of motion in cmu_train (locomotion
+# and sport), and in cmu_varied punching, walking on uneven ground and two modern dances.
+VALIDATION_LOCOMOTION = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
+                         "cmu_directing_traffic_4.bvh", "cmu_jumping_5.bvh", "cmu_running_5.bvh",
+                         "cmu_soccer_5.bvh", "cmu_walking_20.bvh", "cmu_walking_40.bvh")
+VALIDATION_VARIED = ("002_05.bvh", "003_02.bvh", "005_07.bvh", "005_16.bvh")
+VALIDATION_CLIPS = VALIDATION_LOCOMOTION + VALIDATION_VARIED
 
 
 @dataclass
@@ -41,27 +49,49 @@ class PoseData:
     clip: np.ndarray         # (N,)
     clips: list
     sha256: str
+    weight: torch.Tensor = None   # (N,) chance of each frame being drawn; None: all alike
 
 
 def ensure_data(path):
-    """`path`, after building it from MOCAP (60 fps, each clip's reference frame dropped, two
-    processes) when it is DEFAULT_DATA and missing; SystemExit when MOCAP is not here."""
+    """`path`, after building it from MOCAP_SOURCES (60 fps, two processes; merge_datasets)
+    when it is DEFAULT_DATA and missing; SystemExit when a source is not here."""
     if Path(path).exists() or Path(path) != DEFAULT_DATA:
         return path
-    if not MOCAP.is_dir():
-        raise SystemExit(f"no training data: {path} is missing and {MOCAP} is not here")
-    data = build_dataset(MOCAP, fps=60, skip_first=1, workers=2)
-    for line in data.messages():
-        print(line, flush=True)
-    if not data.arrays:
-        raise SystemExit(f"no training data: no clip of {MOCAP} could be retargeted")
-    save_npz_atomically(path, **data.arrays)
-    print(data.summary(path), flush=True)
+    parts = []
+    for folder, skip in MOCAP_SOURCES:
+        if not folder.is_dir():
+            raise SystemExit(f"no training data: {path} is missing and {folder} is not here")
+        data = build_dataset(folder, fps=60, skip_first=skip, workers=2)
+        for line in data.messages():
+            print(line, flush=True)
+        if not data.arrays:
+            raise SystemExit(f"no training data: no clip of {folder} could be retargeted")
+        parts.append((folder.name, data.arrays))
+    save_npz_atomically(path, **merge_datasets(parts))
+    print(f"{path}: " + ", ".join(f"{len(a['poses'])} frames of {len(a['clips'])} clips from {name}"
+                                  for name, a in parts), flush=True)
     return path
 
 
+def merge_datasets(parts):
+    """One training set from several build_dataset sets [(name, arrays)]: clips become
+    'name/clip', clip indices are offset, and `source` (C,) names each clip's set."""
+    out, offset = {}, 0
+    for name, arrays in parts:
+        shifted = dict(arrays, clip=arrays["clip"] + offset, clips=np.array([f"{name}/{c}" for c in arrays["clips"]]),
+                       source=np.array([name] * len(arrays["clips"])))
+        offset += len(arrays["clips"])
+        for key, value in shifted.items():
+            if key != "body_model":
+                out.setdefault(key, []).append(value)
+    merged = {k: np.concatenate(v) for k, v in out.items()}
+    merged["body_model"] = parts[0][1]["body_model"]
+    return merged
+
+
 def load_pose_data(path, validation=VALIDATION_CLIPS):
-    """(train, validation) PoseData from a build_dataset file, split by whole clips."""
+    """(train, validation) PoseData from a build_dataset file, split by whole clips. A merged
+    file (merge_datasets) draws each source an equal share of the training frames."""
     path = Path(path)
     if not path.is_file():
         raise SmplIkError(f"{path}: training data not found (make it with scripts/build_dataset.py)")
@@ -70,29 +100,56 @@ def load_pose_data(path, validation=VALIDATION_CLIPS):
         poses = d["poses"].reshape(-1, NUM_JOINTS, 3).astype(np.float32)
         clip = d["clip"]
         clips = [str(c) for c in d["clips"]]
+        source = d["source"] if "source" in d.files else None
     names = [Path(c).name for c in clips]
     held = np.array([n in validation for n in names])
     is_val = held[clip]
     if not is_val.any():  # data without the named clips (e.g. a test set): hold out every 8th clip
         held = np.arange(len(clips)) % 8 == 7
         is_val = held[clip]
-    make = lambda m: PoseData(torch.from_numpy(poses[m]), clip[m], clips, digest)  # noqa: E731
+
+    def make(m):
+        weight = None
+        if source is not None:
+            frame_source = source[clip[m]]
+            names, counts = np.unique(frame_source, return_counts=True)
+            share = dict(zip(names, 1.0 / (counts * len(names))))
+            weight = torch.tensor([share[n] for n in frame_source], dtype=torch.float64)
+        return PoseData(torch.from_numpy(poses[m]), clip[m], clips, digest, weight)
     return make(~is_val), make(is_val)
 
 
 class TorchBody:
-    """Rest joints of the open body as a linear function of betas, in torch."""
+    """Rest joints of the open bodies (all three genders by default) as linear functions of
+    betas, in torch."""
 
-    def __init__(self, path=None):
-        body = load_body_model(path)
-        j0 = body.rest_joints(np.zeros(NUM_BETAS))
-        jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], -1)
-        self.j0 = torch.tensor(j0, dtype=torch.float32)
-        self.jd = torch.tensor(jd, dtype=torch.float32)
+    def __init__(self, paths=None):
+        paths = [open_body_path(g) for g in GENDERS] if paths is None else [paths] if isinstance(paths, (str, Path)) else paths
+        j0, jd = [], []
+        for path in paths:
+            body = load_body_model(path)
+            zero = body.rest_joints(np.zeros(NUM_BETAS))
+            j0.append(zero)
+            jd.append(np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - zero for k in range(NUM_BETAS)], -1))
+        self.j0 = torch.tensor(np.stack(j0), dtype=torch.float32)     # (K, 24, 3)
+        self.jd = torch.tensor(np.stack(jd), dtype=torch.float32)     # (K, 24, 3, 10)
 
-    def rest_joints(self, betas):
-        """(N, 24, 3) rest joints for betas (N, 10)."""
-        return self.j0 + torch.einsum("jcb,nb->njc", self.jd, betas)
+    def __len__(self):
+        return len(self.j0)
+
+    def rest_joints(self, betas, which=None):
+        """(N, 24, 3) rest joints for betas (N, 10) on body `which` (N,) (default the first)."""
+        which = torch.zeros(len(betas), dtype=torch.long) if which is None else which
+        return self.j0[which] + torch.einsum("njcb,nb->njc", self.jd[which], betas)
+
+
+def vary_bones(rest, scale):
+    """Rest joints (N, 24, 3) with each bone (joint minus parent) times scale (N, 24)."""
+    out = rest.clone()
+    for j in range(1, NUM_JOINTS):   # SMPL lists every parent before its children
+        p = PARENTS[j]
+        out[:, j] = out[:, p] + scale[:, j, None] * (rest[:, j] - rest[:, p])
+    return out
 
 
 def fk(local_rot, rest, trans=None):
@@ -151,13 +208,15 @@ class Augmentation:
     rig that does not carry it, such as hands that follow the forearm), and the same chance
     that it turns by a further random rotation of up to 45 degrees (poses the capture lacks).
     bend: the chance that the bone of each of bend_joints (indices of one-child joints) turns
-    by up to bend_degrees with its twist kept (`bend_bones`)."""
+    by up to bend_degrees with its twist kept (`bend_bones`). bone_spread: the standard deviation
+of each bone's length factor (left and right alike; on in every batch, as bodies differ)."""
 
     swap: float = 0.0
     jitter: float = 0.0
     bend: float = 0.0
     bend_joints: tuple = SINGLE
     bend_degrees: float = 40.0
+    bone_spread: float = 0.04
 
     @classmethod
     def from_args(cls, args):
@@ -167,7 +226,7 @@ class Augmentation:
 
     def record(self):
         """The settings for a training record (JSON; joints by name)."""
-        return {"part_swap": self.swap, "jitter": self.jitter, "bend": self.bend,
+        return {"part_swap": self.swap, "jitter": self.jitter, "bend": self.bend, "bone_spread": self.bone_spread,
                 "bend_joints": [JOINT_NAMES[j] for j in self.bend_joints], "bend_degrees": self.bend_degrees}
 
 
@@ -175,7 +234,10 @@ def sample_batch(data, body, size, gen, augment=Augmentation()):
     """Random poses on random bodies, mirrored half the time, at random headings, varied as
     `augment` says: local rotations (B, 24, 3, 3), rest joints (B, 24, 3)."""
     swap, jitter, bend = augment.swap, augment.jitter, augment.bend
-    idx = torch.randint(len(data.poses), (size,), generator=gen)
+    if data.weight is None:
+        idx = torch.randint(len(data.poses), (size,), generator=gen)
+    else:
+        idx = torch.multinomial(data.weight, size, replacement=True, generator=gen)
     aa = data.poses[idx].clone()
     if swap > 0:
         for part in PARTS:
@@ -197,7 +259,13 @@ def sample_batch(data, body, size, gen, augment=Augmentation()):
         turn = axis_angle_to_matrix(axis * torch.rand(size, NUM_JOINTS, 1, generator=gen) * np.radians(45.0))
         rot = torch.where((u < jitter)[..., None, None], torch.eye(3),
                           torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
-    rest = body.rest_joints(betas)
+    # the body, its shape's spread and its bones' lengths: drawn after the rest, so that the
+    # poses match a run on one body
+    which = torch.randint(len(body), (size,), generator=gen)
+    spread = 0.5 + 1.25 * torch.rand(size, 1, generator=gen)
+    bones = (1.0 + augment.bone_spread * torch.randn(size, NUM_JOINTS, generator=gen)).clamp(0.85, 1.15)
+    bones = 0.5 * (bones + bones[:, list(MIRROR)])   # left and right alike
+    rest = vary_bones(body.rest_joints(betas * spread, which), bones)
     if bend > 0:
         rot = bend_bones(rot, rest, bend, gen, augment.bend_joints, augment.bend_degrees)
     return rot, rest

@@ -1,0 +1,74 @@
+"""The training set and bodies the trainers draw from: merged sources, equal shares, all three
+open bodies, varied bone lengths."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from models.body.model import GENDERS, load_body_model, open_body_path  # noqa: E402
+from models.core.skeleton import MIRROR, PARENTS  # noqa: E402
+
+
+def small_set(n_clips, frames, value):
+    return {"poses": np.full((n_clips * frames, 72), value, np.float32),
+            "trans": np.zeros((n_clips * frames, 3), np.float32),
+            "clip": np.repeat(np.arange(n_clips, dtype=np.int32), frames),
+            "frame": np.tile(np.arange(frames, dtype=np.int32), n_clips),
+            "betas": np.zeros((n_clips, 10), np.float32),
+            "clips": np.array([f"c{i}.bvh" for i in range(n_clips)]),
+            "fps": np.full(n_clips, 60.0), "source_fps": np.full(n_clips, 60.0),
+            "limb_error_deg": np.zeros(n_clips, np.float32), "body_model": np.array("open")}
+
+
+def test_merged_sources_are_named_and_drawn_in_equal_shares(tmp_path):
+    from models.motion.batch import save_npz_atomically
+    from models.training.loop import PoseData, TorchBody, load_pose_data, merge_datasets, sample_batch
+
+    # 'big' has 9 times the frames of 'small'; each source's poses are told apart by their value
+    merged = merge_datasets([("big", small_set(3, 300, 0.1)), ("small", small_set(2, 50, 0.4))])
+    assert list(merged["clips"]) == ["big/c0.bvh", "big/c1.bvh", "big/c2.bvh", "small/c0.bvh", "small/c1.bvh"]
+    assert list(merged["source"]) == ["big"] * 3 + ["small"] * 2
+    assert set(merged["clip"][merged["poses"][:, 0] > 0.2]) == {3, 4}     # the second set's clips offset
+    path = tmp_path / "merged.npz"
+    save_npz_atomically(path, **merged)
+    train, _ = load_pose_data(path, validation=("c1.bvh",))   # holds out big/c1 and small/c1
+    assert len(train.poses) == 2 * 300 + 50
+    assert isinstance(train, PoseData) and abs(float(train.weight.sum()) - 1.0) < 1e-9
+    rot, _ = sample_batch(train, TorchBody(), 4000, torch.Generator().manual_seed(0))
+    from_small = (rot[:, 3, 1, 1] < np.cos(0.2)).float().mean()   # spine1 turned 0.4 rad, not 0.1
+    assert 0.45 < from_small < 0.55, from_small                 # uniform frames would give 50 / 650 = 8%
+
+
+def test_training_bodies_are_the_three_open_bodies():
+    from models.training.loop import TorchBody
+
+    body = TorchBody()
+    assert len(body) == len(GENDERS) == 3
+    betas = torch.tensor(np.random.default_rng(0).normal(size=(3, 10)), dtype=torch.float32)
+    rest = body.rest_joints(betas, torch.arange(3))
+    for k, gender in enumerate(GENDERS):
+        want = load_body_model(open_body_path(gender)).rest_joints(betas[k].double().numpy())
+        assert np.abs(rest[k].numpy() - want).max() < 1e-5, gender
+    assert np.abs(rest[1] - rest[2]).max() > 0.01    # the female and male skeletons differ
+
+
+def test_bone_lengths_vary_alike_left_and_right_and_keep_directions():
+    from models.training.loop import PoseData, TorchBody, sample_batch, vary_bones
+
+    rest = TorchBody().rest_joints(torch.zeros(1, 10))
+    scale = torch.ones(1, 24)
+    scale[0, 18] = 1.1                                 # the left elbow's bone (shoulder to elbow)
+    out = vary_bones(rest, scale)
+    bone = lambda r, j: r[0, j] - r[0, PARENTS[j]]     # noqa: E731
+    assert torch.allclose(bone(out, 18), 1.1 * bone(rest, 18), atol=1e-6)
+    assert torch.allclose(bone(out, 20), bone(rest, 20), atol=1e-6)      # the forearm keeps its length...
+    assert torch.allclose(out[0, 20] - out[0, 18], rest[0, 20] - rest[0, 18], atol=1e-6)   # ...and moves along
+    assert torch.allclose(out[0, :18], rest[0, :18], atol=1e-6)   # joints above the elbow stay
+
+    data = PoseData(torch.zeros(1, 24, 3), np.zeros(1, int), ["a"], "")
+    _, rests = sample_batch(data, TorchBody(), 500, torch.Generator().manual_seed(0))
+    lengths = torch.stack([(rests[:, j] - rests[:, PARENTS[j]]).norm(dim=-1) for j in range(1, 24)], 1)
+    mirrored = lengths[:, [MIRROR[j] - 1 for j in range(1, 24)]]
+    assert torch.allclose(lengths, mirrored, atol=2e-3)          # left and right bones alike (shapes are symmetric)
+    ratio = lengths[:, 17] / lengths[:, 15]                       # left upper arm against the collar bone
+    assert ratio.std() / ratio.mean() > 0.02                      # proportions vary across the batch
