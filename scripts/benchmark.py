@@ -40,6 +40,16 @@ pose refined as the add-on solves:
                  following a path (models.ik.path) on the six points held still with 1 cm of
                  jitter, 30 frames, the per-frame jump at smoothness 0 and 0.5
                  (follow_jump_mm_mu0, follow_jump_mm_mu05)
+  smplik_balance  on up to 100 frames whose true feet both stand, a protocol set of
+                 effectors with both ankles pinned where they are: inside_fraction_natural and
+                 inside_fraction_deterministic, the fraction of solves whose centre of mass is
+                 over the support polygon of both soles (models/ik/cost.py); *_without_terms:
+                 the same solves with the refinement's balance and self_collision off,
+                 *_truth: the mocap poses; effector_mm_max / effector_deg_max, the worst pin
+  smplik_collision  on up to 100 protocol frames: fraction_natural, fraction_alternatives
+                 (8 samples each) and fraction_deterministic, the fraction of poses with a
+                 hand or forearm capsule more than 1 cm inside the trunk or a thigh;
+                 *_without_terms and *_truth as for smplik_balance
 SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
 inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
@@ -350,7 +360,82 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
         "cost_natural": float(np.median(costs["natural"])), "cost_deterministic": float(np.median(costs["deterministic"])),
         "inside_limits": inside_limits(np.stack(inside)), "samples": samples, "frames": len(idx)}
     methods["smplik_path"] = path_figures(net, rest, pos, rng, path_starts, path_steps)
+    methods.update(balance_collision(net, body, gt_rot, rest, pos, world, min(frames, BALANCE_FRAMES), samples))
     return methods
+
+
+BALANCE_FRAMES = 100   # frames for smplik_balance and smplik_collision (each solved with the terms and without)
+
+
+def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
+    """smplik_balance and smplik_collision: the add-on's solves (refined with RefineOptions'
+    defaults, balance and self-collision on) beside the same solves with both terms off
+    (`*_without_terms`), and the mocap's own poses (`*_truth`), measured on the body's own
+    cost.BodyParts. Balance, on `frames` frames whose true feet both stand (their lowest sole
+    points within cost.SUPPORT_HEIGHT of each other): the protocol's effectors with both ankles
+    pinned by position where they truly are; the fraction of natural and deterministic solves
+    whose centre of mass is over the support polygon of both soles (within 1 mm,
+    cost.balance_distance). Self-collision, on `frames` protocol frames: the fraction of
+    natural, deterministic and alternative poses (`samples` each) with a hand or forearm capsule
+    more than 1 cm inside the trunk or a thigh (cost.collision_depth)."""
+    from models.core.kinematics import FKResult
+    from models.ik.cost import HAND_AND_FOREARM, SUPPORT_HEIGHT, BodyParts, balance_distance, collision_depth
+    from models.ik.refine import RefineOptions, effector_errors
+
+    reference = BodyParts.from_body(body)
+    rng = np.random.default_rng(11)
+    soles = reference.soles.positions(FKResult(rotations=world, positions=pos))          # (N, K, 3)
+    lowest = np.stack([soles[:, reference.sole_foot == f, 1].min(-1) for f in (0, 1)], -1)
+    standing = np.flatnonzero(np.abs(lowest[:, 0] - lowest[:, 1]) < SUPPORT_HEIGHT)
+    settings = {"": RefineOptions(), "_without_terms": RefineOptions(balance=False, self_collision=False)}
+    ankles = {JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]}
+
+    def deep(solution, parts):
+        return bool(collision_depth(solution.local_rot, solution.trans, solution.rest, parts,
+                                    HAND_AND_FOREARM).max() > 0.01)
+
+    inside = {f"{m}{s}": [] for m in ("natural", "deterministic", "truth") for s in settings if m != "truth" or not s}
+    ms = {f"natural{s}": [] for s in settings}
+    worst_mm, worst_deg = 0.0, 0.0
+    idx = np.sort(rng.choice(standing, min(frames, len(standing)), replace=False)) if len(standing) else []
+    for i, effs in zip(idx, protocol_effectors(pos[idx], world[idx], np.random.default_rng(12))):
+        parts = reference.scaled_to(rest[i])
+        effs = [e for e in effs if not (int(e.joint) in ankles and e.kind is EffectorKind.POSITION)]
+        effs += [Effector(j, EffectorKind.POSITION, tuple(pos[i, j])) for j in sorted(ankles)]
+        truth = balance_distance(gt_rot[i], pos[i, 0] - rest[i, 0], rest[i], parts, pinned=(True, True))
+        inside["truth"].append(truth <= 1e-3)
+        for suffix, refine in settings.items():
+            for mode in ("natural", "deterministic"):
+                t = time.perf_counter()
+                solution = net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine))
+                if mode == "natural":
+                    ms[f"natural{suffix}"].append(time.perf_counter() - t)
+                out = balance_distance(solution.local_rot, solution.trans, rest[i], parts, pinned=(True, True))
+                inside[f"{mode}{suffix}"].append(out <= 1e-3)
+                if not suffix:
+                    mm, deg = worst_errors(effs, effector_errors(effs, solution.local_rot, solution.trans, rest[i]))
+                    worst_mm, worst_deg = max(worst_mm, mm), max(worst_deg, deg)
+    fraction = lambda x: float(np.mean(x)) if len(x) else None   # noqa: E731
+    balance = {f"inside_fraction_{k}": fraction(v) for k, v in inside.items()}
+    balance.update({f"ms_{k}": statistics.median(v) * 1e3 if v else None for k, v in ms.items()})
+    balance.update({"effector_mm_max": worst_mm, "effector_deg_max": worst_deg, "frames": len(idx)})
+
+    flagged = {f"{m}{s}": [] for m in ("natural", "alternatives", "deterministic", "truth") for s in settings
+               if m != "truth" or not s}
+    idx = np.sort(rng.choice(len(pos), min(frames, len(pos)), replace=False))
+    for n, (i, effs) in enumerate(zip(idx, protocol_effectors(pos[idx], world[idx], np.random.default_rng(13)))):
+        parts = reference.scaled_to(rest[i])
+        flagged["truth"].append(bool(collision_depth(gt_rot[i], pos[i, 0] - rest[i, 0], rest[i], parts,
+                                                     HAND_AND_FOREARM).max() > 0.01))
+        for suffix, refine in settings.items():
+            for mode in ("natural", "deterministic"):
+                flagged[f"{mode}{suffix}"].append(deep(net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine)),
+                                                       parts))
+            flagged[f"alternatives{suffix}"] += [deep(a, parts) for a in net.sample(
+                effs, rest[i], count=samples, seed=n, options=SolveOptions(refine=refine))]
+    collision = {f"fraction_{k}": fraction(v) for k, v in flagged.items()}
+    collision.update({"frames": len(idx), "samples": samples})
+    return {"smplik_balance": balance, "smplik_collision": collision}
 
 
 def path_figures(net, rest, pos, rng, starts, steps):

@@ -1,6 +1,7 @@
 """The cost J of a pose: what "natural" means when several poses meet the same effectors.
 
     J = prior + effort / EFFORT_UNIT + LIMIT_WEIGHT * sum(excess^2)
+        + balance / BALANCE_UNIT + collision / COLLISION_UNIT
 
 - prior: how unusual the pose is, 0.5 * sum(((a - mean) / std)^2) over the 23 non-root joints'
   local axis-angle components, with the mean and spread of the training poses (mirrored
@@ -11,19 +12,36 @@
   about 15 N m at the shoulder. Segment masses come from the body's volume (`Segments`).
 - excess: how far (radians) each knee and elbow Euler angle is beyond its range
   (refine.JOINT_LIMITS); refined poses have none.
+- balance: how far (metres) the whole body's centre of mass is, in the floor plane (the body
+  frame's X-Z), outside the support polygon: the convex hull of the soles (`BodyParts.soles`,
+  each foot's outline on the rest mesh) of the feet that carry weight (`carrying_feet`: near
+  the lowest foot or the floor, or pinned and not lifted as in a kick). 1 cm outside costs a
+  unit (BALANCE_UNIT); a foot's length outside, a fall, about 25.
+- collision: how deep (metres, summed) the arms' capsules (upper arm, forearm, palm, fingers)
+  are inside the trunk's and thighs' (`Capsules`: fitted to the rest mesh per segment, from
+  the skinning weights, and scaled with the body). An upper arm against the ribs or the chest
+  is no collision. 5 mm costs a unit (COLLISION_UNIT).
+
+The refinement keeps balance and collision as soft goals under the pins
+(refine.RefineOptions.balance, self_collision). The torch twin the flow trains with
+(training.flow.TorchCost) has the prior and the effort only.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
 from ..body.measure import DENSITY, mesh_volume   # DENSITY kg / m^3: a body weighs its volume times this
-from ..core.kinematics import forward_kinematics
+from ..core.errors import SmplIkError
+from ..core.kinematics import AttachedPoints, forward_kinematics
 from ..core.rotations import matrix_to_axis_angle, matrix_to_euler
-from ..core.skeleton import CHILDREN, JOINT_INDEX, PARENTS
+from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, PARENTS
 
 GRAVITY = 9.81       # m / s^2, along the body frame's -Y
 EFFORT_UNIT = 10.0   # N m of holding torque that cost as much as one unit of the prior
 LIMIT_WEIGHT = 100.0
+BALANCE_UNIT = 0.01     # metres of the centre of mass outside the support polygon that cost one unit
+COLLISION_UNIT = 0.005  # metres of an arm inside the trunk or a thigh that cost one unit
 
 
 @dataclass(frozen=True)
@@ -116,13 +134,331 @@ def limit_excess(local_rot):
     return total
 
 
-def pose_cost(local_rot, trans, rest, segments, mean, std):
+def pose_cost(local_rot, trans, rest, segments, mean, std, parts=None, pinned=(False, False), floor=None):
     """J and its terms for poses (..., 24, 3, 3), trans (..., 3), rest (..., 24, 3):
-    {"cost", "prior", "effort_nm", "limit_excess"}, each (...,)."""
+    {"cost", "prior", "effort_nm", "limit_excess", "balance_m", "collision_m"}, each (...,).
+    parts: the body's BodyParts for balance and self-collision (None: the open body's scaled
+    to rest, `default_parts`); pinned (left, right) and floor: which feet are pinned and the
+    floor's height, for which feet carry weight (`carrying_feet`; by default the body stands
+    on its lowest feet)."""
     local_rot = np.asarray(local_rot, dtype=np.float64)
+    rest = np.asarray(rest, dtype=np.float64)
     prior = prior_cost(local_rot, mean, std)
     held = effort(local_rot, trans, rest, segments)
     excess = limit_excess(local_rot)
-    return {"cost": prior + held / EFFORT_UNIT + LIMIT_WEIGHT * excess, "prior": prior,
-            "effort_nm": held, "limit_excess": excess}
+    if parts is None:
+        parts = default_parts(rest.reshape(-1, rest.shape[-2], 3)[0])
+    outside = balance_distance(local_rot, trans, rest, parts, pinned, floor)
+    inside = collision_depth(local_rot, trans, rest, parts).sum(-1)
+    return {"cost": prior + held / EFFORT_UNIT + LIMIT_WEIGHT * excess + outside / BALANCE_UNIT + inside / COLLISION_UNIT,
+            "prior": prior, "effort_nm": held, "limit_excess": excess, "balance_m": outside, "collision_m": inside}
 
+
+# --- balance and self-collision -------------------------------------------------------------
+
+SOLE_DEPTH = 0.02         # metres: the rest mesh's vertices this near a foot's lowest make its sole
+SOLE_DIRECTIONS = 8       # a sole's outline: its extreme points in this many directions
+SUPPORT_HEIGHT = 0.05     # metres: a foot whose sole is this near the lowest foot (or the floor) carries weight
+LIFTED = 0.25             # metres: a pinned foot lifted more than this above the lowest carries none (a kick)
+FEET = (("left_ankle", "left_foot"), ("right_ankle", "right_foot"))
+FOOT_JOINTS = tuple(tuple(JOINT_INDEX[n] for n in pair) for pair in FEET)
+
+
+@dataclass(frozen=True)
+class Capsules:
+    """Capsules that stand in for the limbs and the trunk in self-collision: capsule c follows
+    joint[c] (C,) rigidly, its axis from start[c] to stop[c] (C, 3), offsets from that joint in
+    the rest pose (metres, body frame), radius (C,) metres; names (C,) the joints' names.
+    `pairs` (P, 2) the capsule indices that may collide (an arm capsule, a trunk or thigh
+    capsule)."""
+
+    joint: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    radius: np.ndarray
+    names: tuple
+    pairs: np.ndarray
+
+    @classmethod
+    def from_body(cls, body, betas=None):
+        """Fit each capsule of CAPSULE_AXES to the rest mesh's vertices that follow its joint most
+        (largest skinning weight): the axis through their centroid along the capsule's
+        direction (the bone to the joint's child; past the joint along its parent's bone for the
+        hands; left-right for the trunk), the radius their median distance from it (so the
+        capsule lies about on the skin, inside it where the limb is not round), the ends where
+        the vertices' 2nd and 98th percentiles along the axis are, less the radius."""
+        betas = np.zeros(10) if betas is None else np.asarray(betas, dtype=np.float64)
+        v = body.shaped_vertices(betas)
+        rest = body.rest_joints(betas)
+        owner = body.weights.argmax(1)
+        joint, start, stop, radius, names = [], [], [], [], []
+        for name, axis in CAPSULE_AXES.items():
+            j = JOINT_INDEX[name]
+            own = v[owner == j]
+            if len(own) < 8:
+                continue   # a file whose skinning gives this joint (almost) no skin: no capsule
+            if axis == "across":
+                d = np.array([1.0, 0.0, 0.0])
+            elif axis == "bone":
+                d = rest[list(CHILDREN[j])].mean(0) - rest[j]
+            else:
+                d = rest[j] - rest[PARENTS[j]]
+            d = d / np.linalg.norm(d)
+            origin = own.mean(0)
+            along = (own - origin) @ d
+            r = float(np.median(np.linalg.norm(own - origin - along[:, None] * d, axis=1)))
+            lo, hi = np.percentile(along, [2, 98])
+            a, b = (lo + r, hi - r) if hi - lo > 2 * r else ((lo + hi) / 2,) * 2
+            joint.append(j), names.append(name), radius.append(r)
+            start.append(origin + a * d - rest[j]), stop.append(origin + b * d - rest[j])
+        index = {n: c for c, n in enumerate(names)}
+        pairs = [(index[a], index[b]) for a in ARM_CAPSULES for b in TRUNK_CAPSULES
+                 if a in index and b in index and (a, b) not in NOT_COLLIDING]
+        return cls(joint=np.array(joint, dtype=np.int64), start=np.array(start), stop=np.array(stop),
+                   radius=np.array(radius), names=tuple(names), pairs=np.array(pairs, dtype=np.int64).reshape(-1, 2))
+
+    def scaled(self, s):
+        """The same capsules s times as large."""
+        return replace(self, start=self.start * s, stop=self.stop * s, radius=self.radius * s)
+
+    def ends(self, fk):
+        """The capsules' axis ends (..., C, 2, 3), start then stop, in a pose with forward
+        kinematics fk."""
+        return fk.positions[..., self.joint, None, :] + np.einsum(
+            "...cab,ceb->...cea", fk.rotations[..., self.joint, :, :], np.stack([self.start, self.stop], 1))
+
+
+# Which capsules there are and how each one's axis runs (Capsules.from_body).
+CAPSULE_AXES = {
+    "pelvis": "across", "spine1": "across", "spine2": "across", "spine3": "across",
+    "left_hip": "bone", "right_hip": "bone",
+    **{f"{side}_{part}": "bone" for side in ("left", "right") for part in ("shoulder", "elbow", "wrist")},
+    "left_hand": "beyond", "right_hand": "beyond",
+}
+# The arms (upper arm, forearm, palm, fingers) must stay out of the trunk and the thighs. An
+# upper arm lies against the ribs when it hangs and meets the chest at the shoulder: that is
+# no collision (it may still not go into the belly or a thigh).
+ARM_CAPSULES = tuple(f"{side}_{part}" for side in ("left", "right") for part in ("shoulder", "elbow", "wrist", "hand"))
+TRUNK_CAPSULES = ("pelvis", "spine1", "spine2", "spine3", "left_hip", "right_hip")
+NOT_COLLIDING = {(f"{side}_shoulder", spine) for side in ("left", "right") for spine in ("spine1", "spine2", "spine3")}
+# what the self-collision figure counts: a hand or forearm inside the trunk or a thigh
+HAND_AND_FOREARM = tuple(f"{side}_{part}" for side in ("left", "right") for part in ("elbow", "wrist", "hand"))
+
+
+def _sole_outline(body, betas):
+    """Each foot's sole as AttachedPoints (its outline's points, following the ankle or the
+    foot joint, whichever the vertex follows most) and the foot (K,) 0 left, 1 right."""
+    v = body.shaped_vertices(betas)
+    rest = body.rest_joints(betas)
+    owner = body.weights.argmax(1)
+    angles = np.arange(SOLE_DIRECTIONS) * 2 * np.pi / SOLE_DIRECTIONS
+    directions = np.stack([np.cos(angles), np.sin(angles)], 1)                 # (D, 2) in (x, z)
+    joints, offsets, feet = [], [], []
+    for foot, pair in enumerate(FOOT_JOINTS):
+        mine = np.flatnonzero(np.isin(owner, pair))
+        if not len(mine):
+            raise SmplIkError(f"{body.path}: no vertices follow the {JOINT_NAMES[pair[0]]}; cannot find its sole")
+        sole = mine[v[mine, 1] < v[mine, 1].min() + SOLE_DEPTH]
+        extreme = np.unique(sole[np.argmax(v[sole][:, [0, 2]] @ directions.T, axis=0)])
+        joints += list(owner[extreme])
+        offsets += list(v[extreme] - rest[owner[extreme]])
+        feet += [foot] * len(extreme)
+    return AttachedPoints(np.array(joints, dtype=np.int64), np.array(offsets)), np.array(feet, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class BodyParts:
+    """What balance and self-collision know of a body: its segments (`Segments`), capsules
+    (`Capsules`), and soles (AttachedPoints, each foot's outline on the floor) with sole_foot
+    (K,) 0 for the left foot's points, 1 for the right's. `rest` (24, 3): the rest joints they
+    were fitted on."""
+
+    segments: Segments
+    capsules: Capsules
+    soles: AttachedPoints
+    sole_foot: np.ndarray
+    rest: np.ndarray
+
+    @classmethod
+    def from_body(cls, body, betas=None):
+        betas = np.zeros(10) if betas is None else np.asarray(betas, dtype=np.float64)
+        soles, foot = _sole_outline(body, betas)
+        return cls(segments=Segments.from_body(body, betas), capsules=Capsules.from_body(body, betas),
+                   soles=soles, sole_foot=foot, rest=body.rest_joints(betas))
+
+    def scaled_to(self, rest):
+        """The same parts on a skeleton of another size (rest joints (24, 3)): lengths scale with
+        the height span of the rest joints, masses with its cube (as Segments.scaled_to)."""
+        s = _span(rest) / _span(self.rest)
+        return BodyParts(segments=self.segments.scaled_to(rest, self.rest),
+                         capsules=self.capsules.scaled(s),
+                         soles=AttachedPoints(self.soles.joints, self.soles.offsets * s), sole_foot=self.sole_foot,
+                         rest=np.asarray(rest, dtype=np.float64))
+
+
+def _span(rest):
+    return float(np.ptp(np.asarray(rest)[..., 1], axis=-1))
+
+
+@lru_cache(maxsize=1)
+def _open_body_parts():
+    from ..body.model import load_body_model
+
+    return BodyParts.from_body(load_body_model())
+
+
+def default_parts(rest):
+    """The open (neutral) body's BodyParts scaled to rest joints (24, 3): what the refinement
+    uses when it is told no body (RefineOptions.body_parts)."""
+    return _open_body_parts().scaled_to(rest)
+
+
+def centre_of_mass(fk, segments):
+    """The whole body's centre of mass (..., 3), body frame, metres, in a pose with forward
+    kinematics fk."""
+    com = fk.positions + np.einsum("...jab,jb->...ja", fk.rotations, segments.centre)
+    return np.einsum("...ja,j->...a", com, segments.mass) / segments.mass.sum()
+
+
+def convex_hull(points):
+    """The convex hull of 2D points (K, 2): indices of its corners, counter-clockwise (Andrew's
+    monotone chain; collinear points left out)."""
+    order = np.lexsort((points[:, 1], points[:, 0]))
+
+    def chain(indices):
+        out = []
+        for i in indices:
+            while len(out) >= 2:
+                a, b = points[out[-2]], points[out[-1]]
+                if (b[0] - a[0]) * (points[i][1] - a[1]) - (b[1] - a[1]) * (points[i][0] - a[0]) > 1e-12:
+                    break
+                out.pop()
+            out.append(int(i))
+        return out
+
+    lower, upper = chain(order), chain(order[::-1])
+    return np.array(lower[:-1] + upper[:-1], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A point's signed distance from a convex polygon (positive outside, negative inside),
+    where on the polygon it is nearest: on the edge from corner `a` to corner `b` (indices into
+    the points the polygon was made of) at fraction t, and the outward unit normal there."""
+
+    distance: float
+    a: int
+    b: int
+    t: float
+    normal: np.ndarray
+
+
+def outside_polygon(point, corners, points):
+    """Outside for a 2D point (2,) and a convex polygon: corners (H,) counter-clockwise indices
+    into points (K, 2) (convex_hull); one or two corners (a polygon with no area) count as a
+    segment."""
+    a = points[corners]
+    b = points[np.roll(corners, -1)]
+    edge = b - a
+    length2 = np.maximum((edge * edge).sum(1), 1e-18)
+    t = np.clip(((point - a) * edge).sum(1) / length2, 0.0, 1.0)
+    near = a + t[:, None] * edge
+    gap = point - near
+    dist = np.sqrt((gap * gap).sum(1))
+    normal = np.stack([edge[:, 1], -edge[:, 0]], 1) / np.sqrt(length2)[:, None]   # outward for counter-clockwise
+    side = ((point - a) * normal).sum(1)
+    if len(corners) >= 3 and np.all(side <= 0):   # inside: the nearest edge's line
+        e = int(np.argmax(side))
+        t_line = float(((point - a[e]) * edge[e]).sum() / length2[e])
+        return Outside(float(side[e]), int(corners[e]), int(np.roll(corners, -1)[e]), t_line, normal[e])
+    e = int(np.argmin(dist))
+    n = gap[e] / dist[e] if dist[e] > 1e-12 else normal[e]
+    return Outside(float(dist[e]), int(corners[e]), int(np.roll(corners, -1)[e]), float(t[e]), n)
+
+
+def carrying_feet(lowest, pinned=(False, False), floor=None, on_lowest=True):
+    """Which feet carry weight, (left, right) bools, from each foot's lowest sole point's
+    height (left, right) (body frame, metres along Y) and whether each is pinned (its ankle or
+    foot joint pinned by position): a foot within SUPPORT_HEIGHT of the lowest foot (of the
+    floor, when one is given), and a pinned foot not lifted more than LIFTED above it. None
+    does when the body does not stand (`stands`, which on_lowest is passed to)."""
+    if not stands(lowest, pinned, floor, on_lowest):
+        return False, False
+    ground = min(lowest) if floor is None else float(floor)
+    return tuple(bool(h - ground < SUPPORT_HEIGHT or (p and h - ground < LIFTED)) for h, p in zip(lowest, pinned))
+
+
+def stands(lowest, pinned=(False, False), floor=None, on_lowest=True):
+    """Whether balance applies: a foot is pinned, or one is on the floor (its lowest sole point
+    within SUPPORT_HEIGHT of it). With neither, on_lowest says: pose_cost takes a body to stand
+    on its lowest foot; the refinement does not (RefineOptions: pins alone that hold no foot
+    may hang the body from a hand, or hold it in the air)."""
+    if any(pinned):
+        return True
+    return on_lowest if floor is None else min(lowest) - float(floor) < SUPPORT_HEIGHT
+
+
+def balance_distance(local_rot, trans, rest, parts, pinned=(False, False), floor=None):
+    """How far (metres, (...,)) the centre of mass is, horizontally (the body frame's X-Z
+    plane), outside the support polygon: the convex hull of the soles of the feet that carry
+    weight (carrying_feet); 0 inside it and where the body does not stand (`stands`), for poses
+    (..., 24, 3, 3), trans (..., 3), rest (..., 24, 3) and BodyParts for this rest."""
+    fk = forward_kinematics(np.asarray(local_rot, dtype=np.float64), rest, PARENTS, trans)
+    com = centre_of_mass(fk, parts.segments)[..., [0, 2]]
+    soles = parts.soles.positions(fk)                                          # (..., K, 3)
+    lowest = np.stack([soles[..., parts.sole_foot == f, 1].min(-1) for f in (0, 1)], -1)
+    out = np.zeros(com.shape[:-1])
+    for i in np.ndindex(out.shape):
+        carry = np.array(carrying_feet(tuple(lowest[i]), pinned, floor))
+        if carry.any():
+            points = soles[i][carry[parts.sole_foot]][:, [0, 2]]
+            out[i] = max(outside_polygon(com[i], convex_hull(points), points).distance, 0.0)
+    return out
+
+
+def closest_on_segments(p1, q1, p2, q2):
+    """Closest points of segments p1-q1 and p2-q2 (..., 3): their fractions s, t (...,) along
+    each (Ericson, Real-Time Collision Detection 5.1.9; a segment of no length is a point)."""
+    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
+    a, e = (d1 * d1).sum(-1), (d2 * d2).sum(-1)
+    b, c, f = (d1 * d2).sum(-1), (d1 * r).sum(-1), (d2 * r).sum(-1)
+    a_, e_ = np.maximum(a, 1e-12), np.maximum(e, 1e-12)
+    denom = a * e - b * b
+    s = np.where(denom > 1e-12 * np.maximum(a * e, 1e-12), np.clip((b * f - c * e) / np.maximum(denom, 1e-30), 0, 1), 0.0)
+    t = (b * s + f) / e_
+    s = np.where(t < 0, np.clip(-c / a_, 0, 1), np.where(t > 1, np.clip((b - c) / a_, 0, 1), s))
+    t = np.clip(t, 0, 1)
+    point1, point2 = a <= 1e-12, e <= 1e-12
+    s = np.where(point1, 0.0, np.where(point2, np.clip(-c / a_, 0, 1), s))
+    t = np.where(point2, 0.0, np.where(point1, np.clip(f / e_, 0, 1), t))
+    return s, t
+
+
+def pair_depths(ends, radius, pairs):
+    """How deep (metres, >= 0) each pair (P, 2) of capsules with axis ends (..., C, 2, 3) and
+    radii (C,) overlaps, (..., P), and the closest axis points of each pair (..., P, 3), the
+    first capsule's then the second's."""
+    a, b = ends[..., pairs[:, 0], :, :], ends[..., pairs[:, 1], :, :]
+    s, t = closest_on_segments(a[..., 0, :], a[..., 1, :], b[..., 0, :], b[..., 1, :])
+    pa = a[..., 0, :] + s[..., None] * (a[..., 1, :] - a[..., 0, :])
+    pb = b[..., 0, :] + t[..., None] * (b[..., 1, :] - b[..., 0, :])
+    gap = np.sqrt(((pa - pb) ** 2).sum(-1))
+    return np.maximum(radius[pairs[:, 0]] + radius[pairs[:, 1]] - gap, 0.0), pa, pb
+
+
+def capsule_penetration(fk, capsules):
+    """pair_depths of every pair that may collide (capsules.pairs) in a pose with forward
+    kinematics fk."""
+    return pair_depths(capsules.ends(fk), capsules.radius, capsules.pairs)
+
+
+def collision_depth(local_rot, trans, rest, parts, joints=None):
+    """Self-collision, (..., P) metres: how deep each arm capsule is inside a trunk or thigh
+    capsule (BodyParts.capsules.pairs), for poses (..., 24, 3, 3), trans (..., 3), rest
+    (..., 24, 3); joints: only the pairs whose arm capsule follows one of these joint names."""
+    fk = forward_kinematics(np.asarray(local_rot, dtype=np.float64), rest, PARENTS, trans)
+    depth = capsule_penetration(fk, parts.capsules)[0]
+    if joints is not None:
+        keep = np.array([parts.capsules.names[a] in joints for a in parts.capsules.pairs[:, 0]], bool)
+        depth = depth[..., keep]
+    return depth

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..core.kinematics import forward_kinematics
+from ..core.kinematics import FKResult, forward_kinematics
 from ..core.rotations import (axis_angle_to_matrix, euler_to_matrix, matrix_to_axis_angle, matrix_to_euler,
                               nearest_rotation, skew, unit)
-from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
+from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
+from .cost import FOOT_JOINTS, carrying_feet, convex_hull, default_parts, outside_polygon, pair_depths
 from .effectors import KIND_INDEX, Effector, EffectorKind, joint_of, kind_of
 
 # ANCESTOR[j, k]: k is j or one of its ancestors (turning k moves j).
@@ -154,14 +155,21 @@ class RefineOptions:
     foot orientation (`planted_feet`). floor: a height (body frame, metres along Y) that
     `contacts` (AttachedPoints, e.g. BodyModel.foot_contacts) stay above; None for no floor.
     give_way: when the hard pins cannot all be held, let one give way at a time (as soft)
-    until the others hold; off, every pin gives a little. iterations, damping: the
-    least-squares loop's."""
+    until the others hold; off, every pin gives a little. balance: when the body stands (a
+    foot pinned by position, or on the floor), keep its centre of mass over the feet that
+    carry weight (`_SoftTerms`); self_collision: keep the hands and arms out of the trunk and
+    thighs; both are soft goals, under the hard pins. body_parts: the body's
+    cost.BodyParts (its masses, capsules and soles), None for the open body's scaled to the
+    rest joints. iterations, damping: the least-squares loop's."""
 
     joint_limits: bool = True
     plant_feet: bool = True
     floor: float = None
     contacts: object = None
     give_way: bool = True
+    balance: bool = True
+    self_collision: bool = True
+    body_parts: object = None
     iterations: int = 30
     damping: float = 1e-3
 
@@ -278,6 +286,176 @@ def _floor_rows(contacts, floor, fk):
     return np.minimum(points[low, 1] - floor, 0.0), rows
 
 
+BALANCE_MARGIN = 0.01        # metres: how far inside the support polygon balance puts the centre of mass
+BALANCE_REACH = 0.05         # metres: a start whose centre of mass is further outside is left so (_SoftTerms)
+BALANCE_WEIGHT = 1.0         # the balance row's weight (a soft position effector's is its weight, per metre)
+COLLISION_ALLOWANCE = 0.005  # metres of capsule overlap left alone: a hand resting on a hip presses in a little
+COLLISION_WEIGHT = 10.0      # a collision row's weight: a hand stops at the body, not half way into it
+
+
+class _TermBody:
+    """What _SoftTerms needs of a body on one skeleton, worked out once per rest pose: its
+    cost.BodyParts and the arrays its rows use."""
+
+    def __init__(self, parts):
+        self.parts = parts
+        seg = parts.segments
+        self.mass = seg.mass / seg.mass.sum()                                 # (24,) fractions
+        self.mass_centre = self.mass[:, None] * seg.centre
+        self.subtree_mass = ANCESTOR.T @ self.mass                            # (24,) below each joint
+        self.sole_ancestors = ANCESTOR[parts.soles.joints]                    # (K, 24)
+        feet = [np.flatnonzero(parts.sole_foot == f) for f in (0, 1)]
+        self.soles = {(True, False): feet[0], (False, True): feet[1], (True, True): np.concatenate(feet)}
+        self.left, self.right = feet
+        caps = parts.capsules
+        self.pair_ancestors = (ANCESTOR[caps.joint[caps.pairs[:, 0]]], ANCESTOR[caps.joint[caps.pairs[:, 1]]])
+        # a pair is checked closely only where the spheres around its capsules overlap
+        reach = np.linalg.norm(caps.stop - caps.start, axis=1) / 2 + caps.radius
+        self.pair_reach2 = 4 * (reach[caps.pairs[:, 0]] + reach[caps.pairs[:, 1]]) ** 2   # (twice the gap)^2
+        self.hull = None   # the last support polygon (_SoftTerms._support)
+
+
+_TERM_BODIES = {}
+
+
+def _term_body(body_parts, rest):
+    """The _TermBody of these BodyParts (None: the open body's) on rest joints (24, 3), remembered
+    for the last few skeletons (a drag asks on every step)."""
+    key = (id(body_parts), rest.tobytes())
+    if key not in _TERM_BODIES:
+        if len(_TERM_BODIES) >= 8:
+            _TERM_BODIES.pop(next(iter(_TERM_BODIES)))
+        parts = body_parts.scaled_to(rest) if body_parts is not None else default_parts(rest)
+        _TERM_BODIES[key] = (body_parts, _TermBody(parts))   # holds body_parts so its id stays its own
+    return _TERM_BODIES[key][1]
+
+
+class _SoftTerms:
+    """Balance and self-collision as residual rows of the soft level (RefineOptions.balance,
+    self_collision), only while they are active: none when the pose is balanced and no arm is
+    in the body.
+
+    Balance: the body stands when a foot (its ankle or foot joint) is pinned hard by position,
+    or a floor is set and a foot is on it (cost.stands; with neither, nothing says the body is
+    on the ground, and balance does not apply); the feet that carry weight are
+    cost.carrying_feet's (near the lowest foot or the floor, or pinned and not lifted over
+    cost.LIFTED). Its row is the centre of mass's horizontal distance outside the support
+    polygon (the convex hull of those soles) less BALANCE_MARGIN, so it ends that far inside.
+    A start whose centre of mass is more than BALANCE_REACH outside is left so: its pins hold
+    a body in motion there (a stride, a run, a jump), and pulling it over its feet would bend
+    the free joints out of shape (six-point pins on such mocap frames: twice the joint error);
+    from a start nearer, balance holds all the way, however far the pins then pull.
+    Self-collision: a row for every arm capsule inside a trunk or thigh capsule by more than
+    COLLISION_ALLOWANCE, its depth beyond that; none where a pinned joint at the arm capsule's
+    ends is itself that deep inside (the pins hold the arm there)."""
+
+    def __init__(self, options, hard, rest):
+        self.body = _term_body(options.body_parts, rest)
+        self.balance, self.collision, self.floor = options.balance, options.self_collision, options.floor
+        position = hard.joint[hard.kind == POSITION]
+        self.pinned = tuple(bool(np.isin(position, pair).any()) for pair in FOOT_JOINTS)
+        # the pinned points at each capsule's joints (its own and its child's)
+        caps = self.body.parts.capsules
+        points = {int(j): hard.point[n] for n, j in enumerate(hard.joint) if hard.kind[n] == POSITION}
+        self.capsule_pins = [np.array([points[k] for k in (j, *CHILDREN[j]) if k in points]).reshape(-1, 3)
+                             for j in caps.joint]
+        self.started = None   # whether balance applies from the start (BALANCE_REACH); None before it
+
+    def rows(self, fk):
+        """Residuals (R,) and Jacobian rows (R, 75) of the active terms at a pose (fk); the first
+        pose asked about is the start (where balance may be left off, BALANCE_REACH)."""
+        parts_r, parts_j = [], []
+        if self.balance:
+            r, j = self._balance_rows(fk)
+            parts_r.append(r), parts_j.append(j)
+        if self.collision:
+            r, j = self._collision_rows(fk)
+            parts_r.append(r), parts_j.append(j)
+        if not parts_r:
+            return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
+        return np.concatenate(parts_r), np.concatenate(parts_j)
+
+    def _support(self, points, which):
+        """The support polygon of sole points (S, 2): its corners (indices into points), each
+        corner's point and edge's outward normal. Found again only when the feet that carry
+        weight change or move by over a millimetre (pinned feet stay put, from solve to solve)."""
+        hull = self.body.hull
+        if hull is None or hull[0] is not which or np.abs(points - hull[1]).max() > 1e-3:
+            corners = convex_hull(points)
+            edge = points[np.roll(corners, -1)] - points[corners]
+            outward = np.stack([edge[:, 1], -edge[:, 0]], 1) / np.maximum(np.linalg.norm(edge, axis=1), 1e-12)[:, None]
+            hull = self.body.hull = (which, points, corners, outward)
+        return hull[2], hull[3]
+
+    def _balance_rows(self, fk):
+        none = np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
+        body = self.body
+        soles = body.parts.soles.positions(fk)                                # (K, 3)
+        carry = carrying_feet((float(soles[body.left, 1].min()), float(soles[body.right, 1].min())),
+                              self.pinned, self.floor, on_lowest=False)
+        if not any(carry):
+            return none
+        which = body.soles[carry]
+        points = soles[which][:, [0, 2]]
+        corners, outward = self._support(points, which)
+        com = (body.mass @ fk.positions + np.einsum("jab,jb->a", fk.rotations, body.mass_centre))[[0, 2]]
+        if len(corners) >= 3 and (((com - points[corners]) * outward).sum(1) <= -BALANCE_MARGIN).all():
+            self.started = True if self.started is None else self.started
+            return none   # well inside (inside a convex polygon, on the inner side of every edge)
+        out = outside_polygon(com, corners, points)
+        if self.started is None:
+            self.started = out.distance <= BALANCE_REACH
+        if not self.started or out.distance <= -BALANCE_MARGIN:
+            return none
+        # the centre of mass under joint k's turn w: w x (sum over k's subtree of m (c - p_k))
+        seg_com = fk.positions + np.einsum("jab,jb->ja", fk.rotations, body.parts.segments.centre)
+        moment = ANCESTOR.T @ (body.mass[:, None] * seg_com) - body.subtree_mass[:, None] * fk.positions   # (24, 3)
+        normal = np.array([out.normal[0], 0.0, out.normal[1]])
+        row = np.zeros(3 * NUM_JOINTS + 3)
+        # d(n . x) for x moved by w about p: n . (w x (x - p)) = w . ((x - p) x n)
+        turn = np.cross(moment, normal)
+        for k, weight in ((which[out.a], 1.0 - out.t), (which[out.b], out.t)):
+            if weight:
+                turn -= weight * np.cross(soles[k] - fk.positions, normal) * body.sole_ancestors[k][:, None]
+        row[:3 * NUM_JOINTS] = turn.ravel()
+        return np.array([BALANCE_WEIGHT * (out.distance + BALANCE_MARGIN)]), BALANCE_WEIGHT * row[None]
+
+    def _collision_rows(self, fk):
+        none = np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
+        body = self.body
+        caps = body.parts.capsules
+        ends = caps.ends(fk)                                                  # (C, 2, 3)
+        middle = ends.sum(1)                                                  # twice the middles
+        gap = middle[caps.pairs[:, 0]] - middle[caps.pairs[:, 1]]
+        near = np.flatnonzero((gap * gap).sum(1) < body.pair_reach2)
+        if not len(near):
+            return none
+        depth, pa, pb = pair_depths(ends, caps.radius, caps.pairs[near])
+        keep = depth > COLLISION_ALLOWANCE
+        for n in np.flatnonzero(keep):
+            a, b = caps.pairs[near[n]]
+            if len(self.capsule_pins[a]):   # the arm's pinned joint itself inside: nothing to mend
+                along = _segment_distance(self.capsule_pins[a], *ends[b])
+                keep[n] = not np.any(along < caps.radius[a] + caps.radius[b] - COLLISION_ALLOWANCE)
+        if not keep.any():
+            return none
+        deep, depth, pa, pb = near[keep], depth[keep], pa[keep], pb[keep]
+        normal = unit(pa - pb)                                                # (A, 3) from the trunk to the arm
+        # the depth falls as the arm's point moves along the normal and the trunk's against it
+        arm = np.cross(pa[:, None] - fk.positions, normal[:, None]) * body.pair_ancestors[0][deep][..., None]
+        trunk = np.cross(pb[:, None] - fk.positions, normal[:, None]) * body.pair_ancestors[1][deep][..., None]
+        rows = np.zeros((len(deep), 3 * NUM_JOINTS + 3))
+        rows[:, :3 * NUM_JOINTS] = (trunk - arm).reshape(len(deep), -1)
+        return COLLISION_WEIGHT * (depth - COLLISION_ALLOWANCE), COLLISION_WEIGHT * rows
+
+
+def _segment_distance(points, start, stop):
+    """Distances (N,) of points (N, 3) from the segment start-stop (3,)."""
+    axis = stop - start
+    t = np.clip((points - start) @ axis / max(float(axis @ axis), 1e-12), 0.0, 1.0)
+    return np.linalg.norm(points - start - t[:, None] * axis, axis=1)
+
+
 def apply_step(local_rot, trans, fk, step):
     """Turn every joint k's subtree by the world-frame rotation step[3k:3k+3] (axis-angle,
     about the joint) and move the root by step[-3:]; fk is the pose's forward kinematics.
@@ -310,6 +488,7 @@ class _Problem:
 
     def __init__(self, hard, soft, limits, options, rest):
         self.hard, self.soft, self.limits, self.options, self.rest = hard, soft, limits, options, rest
+        self.terms = _SoftTerms(options, hard, rest) if options.balance or options.self_collision else None
 
     def evaluate(self, local, trans, held):
         """The _State of the pose (local, trans) with these range components held."""
@@ -323,8 +502,13 @@ class _Problem:
             fr, fj = _floor_rows(self.options.contacts, self.options.floor, fk)
             parts_r.append(fr)
             parts_j.append(fj)
+        rh, jh = np.concatenate(parts_r), np.concatenate(parts_j)
         rs, js = _residuals(self.soft, fk.rotations, fk.positions, True)
-        return _State(local, trans, held, fk, np.concatenate(parts_r), np.concatenate(parts_j), rs, js)
+        if self.terms is not None:   # balance and self-collision: soft, after the soft effectors
+            tr, tj = self.terms.rows(fk)
+            if len(tr):
+                rs, js = np.concatenate([rs, tr]), np.concatenate([js, tj])
+        return _State(local, trans, held, fk, rh, jh, rs, js)
 
 
 def _prioritised_step(rh, jh, rs, js, lam):
@@ -463,8 +647,9 @@ def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
     """Refine K poses (local_rot (K, 24, 3, 3), trans (K, 3)) for the same effectors at once:
     damped least-squares steps on all K together (one batched linear solve a step), knees
     and elbows put back inside their ranges after each. Any pose this leaves short of an
-    effector, and every pose when some effector is soft or a floor is set (they need the
-    prioritised solve), goes through refine_pose. Returns a list of Refined, as refine_pose."""
+    effector or off balance or with an arm in the body (options.balance, self_collision), and
+    every pose when some effector is soft or a floor is set (they need the prioritised solve),
+    goes through refine_pose. Returns a list of Refined, as refine_pose."""
     local = np.array(local_rot, dtype=np.float64)
     trans = np.array(trans, dtype=np.float64)
     rest = np.asarray(rest, dtype=np.float64)
@@ -501,10 +686,14 @@ def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
         lam[take] = np.maximum(lam[take] * 0.3, 1e-7)
         lam[a[~better]] *= 10.0
     out = []
+    terms = _SoftTerms(options, targets, rest) if options.balance or options.self_collision else None
+    fk = forward_kinematics(local, rest, PARENTS, trans) if terms is not None else None
     for k in range(len(local)):
         errors = effector_errors(effectors, local[k], trans[k], rest)
         misses = _misses(effectors, soft_flags, errors)
-        out.append(refine_pose(local[k], trans[k], rest, effectors, options) if misses else
+        # a pose off balance or with an arm in the body takes the soft level too
+        active = terms is not None and len(terms.rows(FKResult(fk.rotations[k], fk.positions[k]))[0])
+        out.append(refine_pose(local[k], trans[k], rest, effectors, options) if misses or active else
                    Refined(local_rot=local[k], trans=trans[k], errors=errors, misses=misses))
     return out
 

@@ -84,8 +84,8 @@ def _leaves_first():
 
 
 class TorchCost:
-    """J (`ik.cost.pose_cost`, without the limit term, which refinement removes) for torch
-    poses, with one body's segments (`ik.cost.Segments`)."""
+    """J (`ik.cost.pose_cost`, without the limit, balance and collision terms, which refinement
+    sees to) for torch poses, with one body's segments (`ik.cost.Segments`)."""
 
     def __init__(self, segments, mean, std):
         self.mass = torch.tensor(segments.mass, dtype=torch.float32)

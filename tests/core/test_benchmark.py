@@ -29,7 +29,8 @@ def test_benchmark_reports_every_method(tmp_path):
     methods = report["methods"]
     assert report["frames"] == 40
     generative = {"smplik_protocol_deterministic", "smplik_protocol_natural", "smplik_protocol_best_of_8",
-                  "smplik_protocol_mean_of_8", "smplik_6pt_natural", "smplik_alternatives", "smplik_path"}
+                  "smplik_protocol_mean_of_8", "smplik_6pt_natural", "smplik_alternatives", "smplik_path",
+                  "smplik_balance", "smplik_collision"}
     assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
                             "smplik_random_refined", "ikgat", "ikgat_one_pass", "analytic_full", "baseline_6pt"} | \
         (generative if FLOW_WEIGHTS.exists() else set())
@@ -57,6 +58,12 @@ def test_benchmark_reports_every_method(tmp_path):
         assert alt["effector_mm_max"] < 1 and alt["inside_limits"] == 1.0 and alt["apd_mm"]["six_points"] > 0
         path = methods["smplik_path"]
         assert {"jump_mm_deterministic", "jump_mm_keep", "foot_lift_mm_keep"} <= set(path)
+        balance, collision = methods["smplik_balance"], methods["smplik_collision"]
+        for key in ("natural", "deterministic"):
+            assert 0 <= balance[f"inside_fraction_{key}"] <= 1 and f"inside_fraction_{key}_without_terms" in balance
+        assert balance["effector_mm_max"] < 1 and collision["frames"] == 12
+        for key in ("natural", "alternatives", "deterministic"):
+            assert 0 <= collision[f"fraction_{key}"] <= 1 and f"fraction_{key}_without_terms" in collision
 
 
 def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
