@@ -65,6 +65,28 @@ def material(bpy, name, colour):
     return mat
 
 
+def sky(bpy, scene, colour, strength):
+    """A new world of one colour (linear RGB) and strength for the scene."""
+    world = bpy.data.worlds.new("World")
+    background = node_tree(world).nodes["Background"]
+    background.inputs["Color"].default_value = (*colour, 1.0)
+    background.inputs["Strength"].default_value = strength
+    scene.world = world
+
+
+def cycles(scene, resolution, samples, denoise=False):
+    """Render the scene with Cycles on the CPU to a PNG of `resolution` (W, H), AgX."""
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = samples
+    scene.cycles.use_denoising = denoise
+    scene.render.resolution_x, scene.render.resolution_y = resolution
+    scene.render.resolution_percentage = 100
+    scene.render.image_settings.file_format = "PNG"
+    scene.view_settings.view_transform = "AgX"
+    scene.view_settings.look = "AgX - Medium High Contrast"
+
+
 def build_scene(bpy, bridge, resolution, samples):
     import numpy as np
 
@@ -126,21 +148,8 @@ def build_scene(bpy, bridge, resolution, samples):
     fill.location = (3.0, -4.0, 3.0)
     fill.rotation_euler = (math.radians(55), 0.0, math.radians(37))
     scene.collection.objects.link(fill)
-    world = bpy.data.worlds.new("World")
-    background = node_tree(world).nodes["Background"]
-    background.inputs["Color"].default_value = (0.75, 0.78, 0.82, 1.0)
-    background.inputs["Strength"].default_value = 0.35
-    scene.world = world
-
-    scene.render.engine = "CYCLES"
-    scene.cycles.device = "CPU"
-    scene.cycles.samples = samples
-    scene.cycles.use_denoising = False
-    scene.render.resolution_x, scene.render.resolution_y = resolution
-    scene.render.resolution_percentage = 100
-    scene.render.image_settings.file_format = "PNG"
-    scene.view_settings.view_transform = "AgX"
-    scene.view_settings.look = "AgX - Medium High Contrast"
+    sky(bpy, scene, (0.75, 0.78, 0.82), 0.35)
+    cycles(scene, resolution, samples)
     for note in notes:
         print(note)
     return bodies
