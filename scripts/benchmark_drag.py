@@ -5,21 +5,30 @@
 
 Headless Blender (the bpy module) with the extension enabled: an open body with the six
 default effectors. Each step is one depsgraph update, which runs the live-solving handler
-(SMPL-IK, refinement on, the dragged effector soft) and evaluates the armature and the
-skinned mesh (13,718 vertices). One BLAS thread, as on a busy machine.
+(SMPL-IK, refinement on, the dragged effector soft, Keep Pose While Dragging on as by
+default) and evaluates the armature and the skinned mesh (13,718 vertices). One BLAS thread,
+as on a busy machine.
 
 Circle: the left-wrist effector moves along a 20 cm circle in small steps, as a mouse drag
 does. Prints median / 90th percentile milliseconds per step (goal: under 16 ms, a 60 fps
-drag), the share of it spent solving, the same with the raw network (refinement off) and with
-the previous solver, and the largest wrist-to-effector distance seen.
+drag), the share of it spent solving, the largest wrist-to-effector distance seen and how far
+the joints without an effector move a step (jump_mm: their mean distance from the step
+before, the drag's continuity); the same with the raw network (refinement off), with Keep
+Pose off and with the previous solver.
 
 Path: the left-wrist effector moves 1 cm a step forward and up (45 degrees) from the T-pose,
 40 cm in all; the straight arm reaches only the first steps, so the path ends out of reach.
 Per step: the worst drift of a pinned effector from its joint, how far the ankle and foot
 joints and the feet's heel, ball and toe points moved up or down, the wrist's miss against
 the reachable minimum (the smallest miss long solves find, with every other effector held
-and the feet planted), and the time. Run with today's solver and with the previous one
-(every effector hard, a dragged one too; no joint limits, no planted feet) in the same run.
+and the feet planted), the joints' jump and the time. Run with today's solver, Keep Pose off
+and the previous solver in the same run.
+
+The previous solver is the Keep Pose drag before the drag steps were made cheap, rebuilt
+from the core's public calls (PreviousSolver): every step runs the network, decodes the
+kept latent under the moved effectors, refines that (30 iterations at most) and finds the
+new pose's latent (the flow backwards), and a step that starts to miss solves again from
+the pose on screen. Each solver entry in the JSON says whether it kept the pose (keep_pose).
 """
 import argparse
 import importlib
@@ -41,6 +50,7 @@ import blender_session  # noqa: E402
 
 FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 LONG_SOLVE = 300   # refinement iterations of the solves that find the reachable minimum
+PER_STEP = ("ms", "solve_ms", "pin_drift_mm", "foot_lift_mm", "wrist_miss_mm", "jump_mm")   # the JSON's per path step
 
 
 class Timed:
@@ -74,23 +84,59 @@ def core(module):
 
 
 class PreviousSolver:
-    """The solver before pins and soft effectors, built from the core's options in place of the
-    add-on's solve_effectors while the block runs: every effector hard (a dragged one too), no
-    joint limits, no planted feet, no floor, no warm start and no kept pose."""
+    """The Keep Pose drag before the drag steps were made cheap, built from the core's public
+    calls in place of the add-on's solve_effectors while the block runs (a solve off a drag,
+    or with Keep Pose or Exact Effectors off, goes to the add-on's own): the kept pose's latent
+    (the last solution's, else the pose's under the moved effectors) decoded under the moved
+    effectors at the kept pose's place is refined (RefineOptions' 30 iterations, the natural
+    pose the fallback start); a pin it misses is refined again from the network's guess; the
+    new pose's latent is found at once (the flow backwards); and a step that starts to miss is
+    solved again from the pose on screen, taken when it misses 1 cm less."""
+
+    MARGIN = 0.01   # metres (radians) less miss that made the kept drag take the plain warm start
 
     def __init__(self, solving):
         self.solving, self.original = solving, solving.solve_effectors
 
     def __enter__(self):
-        smplik = core("ik.smplik")
-        options = core("ik.refine").RefineOptions(joint_limits=False, plant_feet=False, give_way=False)
-        effectors, bridge = ext("pose.effectors"), ext("com.bridge")
+        import numpy as np
+
+        smplik, effectors = core("ik.smplik"), core("ik.effectors")
+        bridge, original, solving = ext("com.bridge"), self.original, self.solving
+
+        def kept_latent_solve(net, found, rest, options, kept):
+            condition = net.condition(effectors.encode_effectors(found), rest[None])
+            pose = (kept.local_rot, kept.trans) if isinstance(kept, smplik.IkSolution) else kept
+            latent = getattr(kept, "latent", None)
+            latent = net.encode(condition, np.asarray(pose[0])[None])[0] if latent is None else latent
+            start = (net.decode(condition, latent[None, None])[0][0, 0], np.asarray(pose[1], dtype=np.float64))
+            natural = lambda: tuple(x[0, 0] for x in net.decode(condition, np.zeros((1, 1, latent.size))))  # noqa: E731
+            solution = net.refine_from(found, start, rest, options.refine, options.current_pose, natural)
+            if any(not m.soft for m in solution.misses):
+                guess = (condition.local_rot[0], condition.trans[0])
+                again = net.refine_from(found, guess, rest, options.refine, options.current_pose)
+                if smplik.miss_total(again) < smplik.miss_total(solution):
+                    solution = again
+            return smplik.IkSolution(local_rot=solution.local_rot, trans=solution.trans, rest=rest,
+                                     errors=solution.errors, misses=solution.misses,
+                                     latent=net.encode(condition, solution.local_rot[None])[0])
 
         def solve(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None):
-            hard = [replace(e, soft=False) for e in effectors.core_effectors(arm, objs)]
-            use = arm.smpl_ik.refine if refine is None else refine
-            return smplik.load_smplik().solve(hard, bridge.rest_joints(arm), smplik.SolveOptions(
-                refine=options if use else None, mode=mode or smplik.DEFAULT_MODE))
+            net = smplik.load_smplik()
+            refine = arm.smpl_ik.refine if refine is None else refine
+            if not (dragged and arm.smpl_ik.keep_pose and net.flow is not None and refine):
+                return original(arm, objs, dragged, give_way, current_pose, refine, mode)
+            found = ext("pose.effectors").core_effectors(arm, objs, dragged, give_way)
+            rest = bridge.rest_joints(arm)
+            on_screen = bridge.read_pose(arm, bridge.bone_axes(arm)) if current_pose is None else current_pose
+            plain = smplik.SolveOptions(refine=solving.refine_options(arm), current_pose=on_screen, warm_start=True)
+            kept = solving.kept_pose(arm, on_screen, rest)
+            solution = kept_latent_solve(net, found, rest, plain, kept)
+            if solution.misses and not getattr(kept, "misses", ()):
+                warm = net.solve(found, rest, plain)
+                if smplik.miss_total(warm) < smplik.miss_total(solution) - self.MARGIN:
+                    return warm
+            return solution
         self.solving.solve_effectors = solve
         return self
 
@@ -98,10 +144,43 @@ class PreviousSolver:
         self.solving.solve_effectors = self.original
 
 
+class KeepPoseOff:
+    """Keep Pose While Dragging off on the body while the block runs."""
+
+    def __init__(self, arm):
+        self.arm = arm
+
+    def __enter__(self):
+        self.arm.smpl_ik.keep_pose = False
+        return self
+
+    def __exit__(self, *_exc):
+        self.arm.smpl_ik.keep_pose = True
+
+
+def solver_context(name, solving, arm):
+    """The block a named solver runs in: today's ("refined", "solver", "raw_network"), Keep
+    Pose off, or the previous solver."""
+    if name == "previous_solver":
+        return PreviousSolver(solving)
+    if name == "keep_pose_off":
+        return KeepPoseOff(arm)
+    return nullcontext()
+
+
 def joint_world(arm, name):
     import numpy as np
 
     return np.array(arm.matrix_world @ arm.pose.bones[name].head)
+
+
+def free_joints(arm):
+    """World positions (F, 3) of the joints without an effector (the drag's continuity is how
+    far they move a step)."""
+    import numpy as np
+
+    pinned = {o.smpl_ik_effector.joint for o in ext("pose.effectors").effectors_of(arm)}
+    return np.array([joint_world(arm, b.name) for b in arm.pose.bones if b.name not in pinned])
 
 
 def start_over(bpy, arm):
@@ -112,13 +191,14 @@ def start_over(bpy, arm):
 
 
 def drag(bpy, handlers, arm, wrist, steps, refine):
-    """Circle drag; per step: (total ms, solve ms, wrist error m)."""
+    """Circle drag; per step: (total ms, solve ms, wrist error m, jump m of the free joints)."""
     import numpy as np
 
     arm.smpl_ik.refine = refine
     start_over(bpy, arm)
     start = wrist.location.copy()
     rows = []
+    before = free_joints(arm)
     with Timed(handlers) as timed:
         for k in range(steps + 5):
             angle = 2 * np.pi * k / steps
@@ -126,9 +206,12 @@ def drag(bpy, handlers, arm, wrist, steps, refine):
             t = time.perf_counter()
             bpy.context.view_layer.update()
             total = (time.perf_counter() - t) * 1e3
+            now = free_joints(arm)
             if k >= 5:  # the first steps load the network and warm caches
                 miss = np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation))
-                rows.append((total, timed.ms[-1], float(miss)))
+                jump = np.linalg.norm(now - before, axis=1).mean()
+                rows.append((total, timed.ms[-1], float(miss), float(jump)))
+            before = now
     arm.smpl_ik.refine = True
     return rows
 
@@ -167,6 +250,7 @@ def path_drag(bpy, handlers, arm, effs, targets, contacts):
     pins = [o for j, o in effs.items() if j != "left_wrist"]
     feet = np.array([joint_world(arm, j)[2] for j in FEET])
     heights = contact_heights(arm, contacts)
+    before = free_joints(arm)
     rows, problems = [], []
     with Timed(handlers) as timed:
         for step, target in enumerate(targets, 1):
@@ -179,8 +263,11 @@ def path_drag(bpy, handlers, arm, effs, targets, contacts):
             lift = max(np.abs([joint_world(arm, j)[2] for j in FEET] - feet).max(),
                        np.abs(contact_heights(arm, contacts) - heights).max())
             miss = float(np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)))
+            now = free_joints(arm)
             rows.append({"step": step, "ms": total, "solve_ms": timed.ms[-1], "pin_drift_mm": drift * 1e3,
-                         "foot_lift_mm": float(lift) * 1e3, "wrist_miss_mm": miss * 1e3})
+                         "foot_lift_mm": float(lift) * 1e3, "wrist_miss_mm": miss * 1e3,
+                         "jump_mm": float(np.linalg.norm(now - before, axis=1).mean()) * 1e3})
+            before = now
             objs = ext("pose.effectors").effectors_of(arm)
             problems.append(ext("pose.effectors").core_effectors(arm, objs, dragged={wrist.name}))
     return rows, problems
@@ -222,11 +309,13 @@ def summary(rows, minima):
     over = [r["wrist_miss_mm"] - m * 1e3 for r, m in zip(rows, minima)]
     return {"ms_median": round(float(np.median(ms)), 2), "ms_p90": round(float(np.percentile(ms, 90)), 2),
             "solve_ms_median": round(float(np.median([t for r in rows for t in r["solve_ms_passes"]])), 2),
+            "solve_ms_p90": round(float(np.percentile([t for r in rows for t in r["solve_ms_passes"]], 90)), 2),
             "pin_drift_mm_max": round(max(r["pin_drift_mm"] for r in rows), 3),
             "foot_lift_mm_max": round(max(r["foot_lift_mm"] for r in rows), 3),
             "wrist_miss_mm_end": round(rows[-1]["wrist_miss_mm"], 2),
             "miss_over_minimum_mm_max": round(max(over), 2),
-            "miss_over_minimum_mm_end": round(over[-1], 2)}
+            "miss_over_minimum_mm_end": round(over[-1], 2),
+            "jump_mm_mean": round(float(np.mean([r["jump_mm"] for r in rows])), 3)}
 
 
 def main(argv=None):
@@ -256,29 +345,35 @@ def main(argv=None):
     wrist = effs["left_wrist"]
     result = {"steps": args.steps, "passes": args.passes, "vertices": len(arm.smpl_ik.mesh.data.vertices),
               "effectors": 6, "blas_threads": os.environ["OPENBLAS_NUM_THREADS"], "goal_ms": 16.0}
-    circles = {"refined": (True, False), "raw_network": (False, False), "previous_solver": (True, True)}
+    # (refinement on, the solver): keep_pose says whether the drag keeps the pose
+    circles = {"refined": (True, True), "raw_network": (False, True), "keep_pose_off": (True, False),
+               "previous_solver": (True, True)}
     circle_rows = {name: [] for name in circles}
     for _ in range(args.passes):           # the solvers take turns, so a busy spell hits all of them
-        for name, (refine, previous) in circles.items():
-            with PreviousSolver(solving) if previous else nullcontext():
+        for name, (refine, _keep) in circles.items():
+            with solver_context(name, solving, arm):
                 circle_rows[name].extend(drag(bpy, handlers, arm, wrist, args.steps, refine))
     for name, rows in circle_rows.items():
         rows = np.array(rows)
-        result[name] = {"ms_median": round(float(np.median(rows[:, 0])), 2),
+        result[name] = {"keep_pose": circles[name][1],
+                        "ms_median": round(float(np.median(rows[:, 0])), 2),
                         "ms_p90": round(float(np.percentile(rows[:, 0], 90)), 2),
                         "solve_ms_median": round(float(np.median(rows[:, 1])), 2),
-                        "wrist_error_mm_max": round(float(rows[:, 2].max() * 1e3), 3)}
+                        "solve_ms_p90": round(float(np.percentile(rows[:, 1], 90)), 2),
+                        "wrist_error_mm_max": round(float(rows[:, 2].max() * 1e3), 3),
+                        "jump_mm_mean": round(float(rows[:, 3].mean() * 1e3), 3)}
         r = result[name]
         print(f"circle {name:15s} step {r['ms_median']:6.2f} ms median, {r['ms_p90']:6.2f} ms p90 "
-              f"(solve {r['solve_ms_median']:.2f} ms); wrist off its effector by at most {r['wrist_error_mm_max']:.3f} mm")
+              f"(solve {r['solve_ms_median']:.2f} ms); wrist off its effector by at most "
+              f"{r['wrist_error_mm_max']:.3f} mm; free joints move {r['jump_mm_mean']:.3f} mm a step")
 
     contacts = load_body_model(None).foot_contacts(np.zeros(10))
     start_over(bpy, arm)
     targets = path_targets(arm, wrist, args.path_steps)
-    runs = {"solver": [], "previous_solver": []}
+    runs = {"solver": [], "keep_pose_off": [], "previous_solver": []}
     for _ in range(args.passes):
         for name, taken in runs.items():
-            with PreviousSolver(solving) if name == "previous_solver" else nullcontext():
+            with solver_context(name, solving, arm):
                 rows, found = path_drag(bpy, handlers, arm, effs, targets, contacts)
             taken.append(rows)
             if name == "solver":
@@ -295,15 +390,16 @@ def main(argv=None):
             "out_of_reach_steps": [k for k, m in enumerate(minima, 1) if m > 1e-3],
             "minimum_mm_end": round(minima[-1] * 1e3, 2), "minimum_solves_overflowed": overflowed}
     for name, rows in runs.items():
-        path[name] = summary(rows, minima)
+        path[name] = {"keep_pose": name != "keep_pose_off", **summary(rows, minima)}
         r = path[name]
         print(f"path   {name:15s} step {r['ms_median']:6.2f} ms median, {r['ms_p90']:6.2f} ms p90; pins drift "
               f"<= {r['pin_drift_mm_max']:.3f} mm, feet move <= {r['foot_lift_mm_max']:.2f} mm, wrist ends "
               f"{r['wrist_miss_mm_end']:.1f} mm off ({r['miss_over_minimum_mm_end']:+.1f} mm over the reachable "
-              f"minimum; at worst {r['miss_over_minimum_mm_max']:+.1f})")
+              f"minimum; at worst {r['miss_over_minimum_mm_max']:+.1f}); free joints move "
+              f"{r['jump_mm_mean']:.2f} mm a step")
     path["per_step"] = [{"step": k, "minimum_mm": round(m * 1e3, 2),
                          **{name: {key: round(value, 3) for key, value in runs[name][k - 1].items()
-                                   if key in ("ms", "solve_ms", "pin_drift_mm", "foot_lift_mm", "wrist_miss_mm")}
+                                   if key in PER_STEP}
                             for name in runs}}
                         for k, m in enumerate(minima, 1)]
     result["path"] = path

@@ -74,9 +74,9 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
                                 description="The floor's height (world Z) that the feet stay above")
     keep_pose: BoolProperty(name="Keep Pose While Dragging", default=True,
                             description="While an effector is dragged, keep the character of the pose on "
-                                        "screen (its latent in the generative model, decoded under the moved "
-                                        "effectors); off, or without the generative weights: refine from the "
-                                        "pose on screen")
+                                        "screen (carried along the network's answer, its latent in the generative "
+                                        "model the fallback); off, or without the generative weights: refine "
+                                        "the pose on screen as it is")
     # Alternatives: no hard limits either (a script's bad value is refused with a message)
     alternatives_count: IntProperty(name="Alternatives", default=8, soft_min=2, soft_max=32,
                                     description="How many alternative poses Next and Previous step through "

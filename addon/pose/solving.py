@@ -20,7 +20,7 @@ import numpy as np
 from ...models.core.errors import SmplIkError
 from ...models.ik.flow import DEFAULT_FLOW_WEIGHTS
 from ...models.ik.refine import RefineOptions
-from ...models.ik.smplik import DEFAULT_MODE, SolveOptions, load_smplik, miss_total
+from ...models.ik.smplik import DEFAULT_MODE, SolveOptions, load_smplik
 from ..com import bridge, live
 from ..body.build import body_model_of
 from .effectors import core_effectors, effectors_of
@@ -30,7 +30,6 @@ SHOWN_MISSES = 3
 # Blender stores quaternions as float32: a pose read back from the bones differs from the
 # solution written by about 1e-7, so closer than this is the same pose (Keep Pose's check).
 SAME_POSE = 1e-5
-KEEP_MARGIN = 0.01             # metres (radians) less miss that make a kept drag take the plain warm start
 
 
 def refine_options(arm):
@@ -91,8 +90,8 @@ def require_flow(arm, what):
 
 def kept_pose(arm, on_screen, rest):
     """What Keep Pose While Dragging holds on to: the body's last solution (it carries the
-    pose's latent) while its pose is still the one on screen, else the pose on screen
-    (local_rot, trans)."""
+    Condition it was solved under, and its latent) while its pose is still the one on screen,
+    else the pose on screen (local_rot, trans)."""
     last = live.last.get(arm.session_uid)
     if last is not None and np.allclose(last.rest, rest, atol=SAME_POSE, rtol=0) and \
             np.allclose(last.local_rot, on_screen[0], atol=SAME_POSE, rtol=0) and \
@@ -104,11 +103,12 @@ def kept_pose(arm, on_screen, rest):
 def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None):
     """Solve the body from effector objects without writing anything; returns the IkSolution.
     dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
-    with Keep Pose While Dragging and the generative weights, from its latent decoded under the
-    moved effectors, else refined from the pose itself). give_way: names of the pins that give
-    way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot, trans) of
-    the pose on screen, whose feet Plant Feet keeps (default: read from the bones). refine:
-    Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
+    with Keep Pose While Dragging and the generative weights it is kept
+    (models.ik.smplik.SolveOptions.keep: carried along the network's answer, its latent the
+    fallback start), else refined as it is). give_way: names of the pins that
+    give way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot,
+    trans) of the pose on screen, whose feet Plant Feet keeps (default: read from the bones).
+    refine: Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
     "natural" (models.ik.smplik.SmplIk.solve). SmplIkError for bad values."""
     refine = arm.smpl_ik.refine if refine is None else refine
     effectors = core_effectors(arm, objs, dragged, give_way)
@@ -124,16 +124,7 @@ def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refin
     if not keeping:
         return net.solve(effectors, rest, plain)
     kept = kept_pose(arm, current_pose, rest)
-    solution = net.solve(effectors, rest, replace(plain, mode="natural", warm_start=False, keep=kept))
-    if refine and solution.misses and not getattr(kept, "misses", ()):
-        # the kept pose, decoded under the moved effectors, can stall short of a target that
-        # small steps from the pose on screen reach (a floor in the way): take those when they
-        # clearly miss less. Tried only when the drag starts to miss (a drag that stays out of
-        # reach would pay for two solves a step, and the two go as far as each other there)
-        warm = net.solve(effectors, rest, plain)
-        if miss_total(warm) < miss_total(solution) - KEEP_MARGIN:
-            return warm
-    return solution
+    return net.solve(effectors, rest, replace(plain, mode="natural", warm_start=False, keep=kept))
 
 
 def giving_way(arm, signature):

@@ -34,20 +34,44 @@ MODES = ("deterministic", "natural")
 DEFAULT_MODE = "deterministic"   # the baseline, until the natural pose beats it on every benchmark figure
 
 
+class _FoundOnFirstUse:
+    """A dataclass field that may be given as a function of no arguments: it is called the
+    first time the field is read, and its value kept. A solution's latent costs a pass of the
+    flow backwards that most solves never need (only keeping a pose for its fallback does)."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return None   # the field's default
+        value = obj.__dict__.get(self.slot)
+        if callable(value):
+            value = obj.__dict__[self.slot] = value()
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = value
+
+
 @dataclass(frozen=True)
 class IkSolution:
     """A solved pose: local rotations (24, 3, 3) and root translation (3,) for a body with
     rest joints (24, 3); `positions` (24, 3) are computed on first use. After refinement,
     `errors` (E,) per effector (metres, radians) and `misses`, the effectors not met
     (refine.Miss, largest first; empty when all hold). `latent` (72,): the pose's latent in
-    the flow under its effectors, when the flow solved it (`SolveOptions.keep`)."""
+    the flow under its effectors, when the flow solved it, found on first use (given as an
+    array or a function of no arguments; `dataclasses.replace` without a new latent reads
+    it). `condition`: the Condition of its effectors when the flow solved it, which
+    `SolveOptions.keep` carries the pose from."""
 
     local_rot: np.ndarray
     trans: np.ndarray
     rest: np.ndarray
     errors: np.ndarray = None
     misses: tuple = ()
-    latent: np.ndarray = None
+    latent: np.ndarray = _FoundOnFirstUse()
+    condition: object = None
 
     @cached_property
     def positions(self):
@@ -67,10 +91,16 @@ class SolveOptions:
     warm_start (solve, with current_pose and refine): refine from the pose on screen instead of
     the network's guess, as a drag does from one step to the next: what nothing asks to move
     stays where it was, and a few steps suffice.
-    keep (solve): continuity with a pose, (local_rot, trans) or an IkSolution of an earlier
-    solve: its latent (the solution's own, or the pose's under these effectors) is decoded under
-    these effectors and refined, so what the effectors do not ask to move stays as it was; an
-    unchanged problem gives the kept pose back."""
+    keep (solve, needs the flow): continuity with a pose, (local_rot, trans) or an IkSolution
+    of an earlier solve, as a drag with Keep Pose does. The refinement starts from the kept
+    pose itself; when it is a solution that met its effectors (within CARRY_MET) on this body
+    and carries its `condition`, every joint is first turned as the network's answer turned
+    from that solution's effectors to these (and the root moved as the answer's moved), so
+    the pose's own character (its offset from the network's answer) is carried, not just
+    left where it was. The kept pose's latent (the solution's own, or the pose's under these
+    effectors, found only when needed), decoded under these effectors, is the fallback start
+    (`SmplIk.refine_from`) for a step that small steps cannot make. An unchanged problem
+    gives the kept pose back."""
 
     refine: RefineOptions = field(default_factory=RefineOptions)
     mode: str = DEFAULT_MODE
@@ -276,9 +306,9 @@ class SmplIk:
         local = np.repeat(condition.local_rot, k, axis=0) @ axis_angle_to_matrix(x.reshape(b * k, NUM_JOINTS, 3))
         return local.reshape(b, k, NUM_JOINTS, 3, 3), np.repeat(condition.trans[:, None], k, axis=1)
 
-    def _latent(self, condition, local_rot):
-        """The latents (N, 72) of poses local_rot (N, 24, 3, 3) under a Condition of one set:
-        decode gives the poses back."""
+    def encode(self, condition, local_rot):
+        """The latents (N, 72) of poses local_rot (N, 24, 3, 3) under a Condition of one set
+        (the flow run backwards): `decode` gives the poses back."""
         context = condition.context
         x = matrix_to_axis_angle(np.swapaxes(condition.local_rot, -1, -2) @ np.asarray(local_rot, dtype=np.float64))
         return self.flow.inverse(x.reshape(len(x), -1), np.broadcast_to(context, (len(x), context.shape[-1])))[0]
@@ -286,8 +316,8 @@ class SmplIk:
     def solve(self, effectors, rest_joints, options=SolveOptions()):
         """Pose for a list of Effectors on a body with rest joints (24, 3), as `options` (a
         SolveOptions) asks: from the network's answer or the natural pose (mode), the pose on
-        screen (warm_start) or a kept pose's latent (keep), refined or not. With the flow, the
-        solution carries its `latent` for the next step."""
+        screen (warm_start) or a kept pose (keep), refined or not. With the flow, the solution
+        carries its `condition` and its `latent` (found on first use) for the next step."""
         options = _checked(options)
         refine, current_pose, keep = options.refine, options.current_pose, options.keep
         natural = options.mode == "natural"
@@ -295,31 +325,54 @@ class SmplIk:
         encoded = encode_effectors(effectors)
         generative = natural or keep is not None
         condition = self.condition(encoded, rest) if generative else None
+        guess = ((lambda: (condition.local_rot[0], condition.trans[0])) if generative   # the network ran already
+                 else (lambda: self._guess(encoded, rest)))
+        fallback = carried = None
         if keep is not None:
-            latent, trans = self._keep_latent(keep, condition)
-            local = self._decoded(condition, latent[0])[0]   # the kept pose's place, its latent's rotations
+            pose, kept_latent = self._kept(keep, condition)
+            if refine is None:   # nothing refines the kept pose: its latent's pose under these effectors
+                local, trans = self._decoded(condition, kept_latent())[0], pose[1]
+                return IkSolution(local_rot=local, trans=trans, rest=rest[0], latent=kept_latent, condition=condition)
+            carried = self._carried(keep, condition, rest[0])
+            local, trans = pose if carried is None else carried
+            if getattr(keep, "condition", None) is None and getattr(keep, "latent", None) is None:
+                # a pose's own latent under these effectors decodes to the pose itself: the
+                # natural pose is the other start
+                fallback = lambda: self._decoded(condition, np.zeros(DIMS))   # noqa: E731
+            else:
+                fallback = lambda: (self._decoded(condition, kept_latent())[0], trans)   # noqa: E731
         elif options.warm_start and refine is not None and current_pose is not None:
             local, trans = _pose_arrays(current_pose, "current_pose")
+            fallback = (lambda: self._decoded(condition, np.zeros(DIMS))) if natural else guess
         elif natural:
             local, trans = self._decoded(condition, np.zeros(DIMS))
         else:
-            local, trans = self._guess(encoded, rest)
+            local, trans = guess()
         if refine is None:
-            return IkSolution(local_rot=local, trans=trans, rest=rest[0],
-                              latent=self._latent(condition, local[None])[0] if generative else None)
-        fallback = None
-        if keep is not None or (options.warm_start and current_pose is not None):
-            fallback = ((lambda: self._decoded(condition, np.zeros(DIMS))) if natural
-                        else (lambda: self._guess(encoded, rest)))
-        solution = self.refine_from(effectors, (local, trans), rest[0], refine, current_pose, fallback)
+            return self._solution(local, trans, rest[0], condition)
+        creeping = keep is not None and _missed(keep)
+        first = replace(refine, iterations=min(refine.iterations, CREEP_ITERATIONS)) if creeping else refine
+        solution = self.refine_from(effectors, (local, trans), rest[0], first, current_pose, fallback)
+        if creeping and _missed(solution) and not _no_nearer(solution, keep):
+            # the target came nearer than the kept pose got (back within reach, or a jump): the
+            # refinement goes on as long as a solve's
+            solution = self.refine_from(effectors, (solution.local_rot, solution.trans), rest[0], refine,
+                                        current_pose, fallback)
+        if carried is not None and solution.misses:
+            # turned with the network's answer, the pose can stall short of a target that small
+            # steps from the kept pose itself reach (a floor in the way): take those when they
+            # clearly miss less. Only where the drag starts to miss: a kept pose that missed is
+            # not carried, it is the start
+            plain = self.refine_from(effectors, pose, rest[0], refine, current_pose, fallback)
+            if miss_total(plain) < miss_total(solution) - WARM_MARGIN:
+                solution = plain
         if generative and any(not m.soft for m in solution.misses):
             # the refinement stalled short of a pin (a limb folded against its range): the
             # network's own guess may reach it
-            again = self.refine_from(effectors, self._guess(encoded, rest), rest[0], refine, current_pose)
+            again = self.refine_from(effectors, guess(), rest[0], refine, current_pose)
             if miss_total(again) < miss_total(solution):
                 solution = again
-        latent = self._latent(condition, solution.local_rot[None])[0] if generative else None
-        return replace(solution, latent=latent)
+        return self._solution(solution.local_rot, solution.trans, rest[0], condition, solution)
 
     def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
                options=SolveOptions()):
@@ -342,8 +395,8 @@ class SmplIk:
         latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
         local, trans = (x[0] for x in self.decode(condition, latents))
         if refine is None:
-            return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k])
-                    for k in range(count)]
+            return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k],
+                               condition=condition) for k in range(count)]
         effectors = list(effectors)
         extra = self._planted(effectors, rest[0], refine, options.current_pose)
         out = []
@@ -363,9 +416,10 @@ class SmplIk:
                 if miss_total(again) < miss_total(refined):
                     refined = again
             out.append(refined)
-        final = self._latent(condition, np.stack([r.local_rot for r in out]))
+        final = self.encode(condition, np.stack([r.local_rot for r in out]))
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
-                           misses=r.misses, latent=final[k]) for k, r in enumerate(out)]
+                           misses=r.misses, latent=final[k], condition=condition)
+                for k, r in enumerate(out)]
 
     def refine_from(self, effectors, start, rest_joints, options=RefineOptions(), current_pose=None, fallback=None):
         """Refine a pose for a list of Effectors: start (local_rot (24, 3, 3), trans (3,)) on rest
@@ -411,15 +465,47 @@ class SmplIk:
         on_screen = _pose_arrays(current_pose, "current_pose")
         return planted_feet(effectors, forward_kinematics(on_screen[0], rest, PARENTS, on_screen[1]).rotations)
 
-    def _keep_latent(self, keep, condition):
-        if isinstance(keep, IkSolution) and keep.latent is not None:
-            latent = np.asarray(keep.latent, dtype=np.float64)
-            if latent.shape != (DIMS,) or not np.all(np.isfinite(latent)):
-                raise SmplIkError(f"keep's latent must be {DIMS} finite numbers; got shape {latent.shape}")
-            return latent[None], np.asarray(keep.trans, dtype=np.float64)
-        pose = (keep.local_rot, keep.trans) if isinstance(keep, IkSolution) else keep
-        local, trans = _pose_arrays(pose, "keep")
-        return self._latent(condition, local[None]), trans
+    def _kept(self, keep, condition):
+        """A kept pose (SolveOptions.keep) as arrays (local_rot, trans), and a function giving
+        its latent (72,) (the solution's own, else the pose's under `condition`), found once
+        and only when asked for."""
+        pose = _pose_arrays((keep.local_rot, keep.trans) if isinstance(keep, IkSolution) else keep, "keep")
+        found = []
+
+        def latent():
+            if not found:
+                own = keep.latent if isinstance(keep, IkSolution) else None
+                value = self.encode(condition, pose[0][None])[0] if own is None else np.asarray(own, dtype=np.float64)
+                if value.shape != (DIMS,) or not np.all(np.isfinite(value)):
+                    raise SmplIkError(f"keep's latent must be {DIMS} finite numbers; got shape {value.shape}")
+                found.append(value)
+            return found[0]
+        return pose, latent
+
+    @staticmethod
+    def _carried(keep, condition, rest):
+        """The kept solution turned at every joint as the network's answer turned from its
+        Condition to `condition` (its local rotations R -> G' G^T R, G and G' the answers'),
+        its root moved as the answer's moved; None unless keep is an IkSolution on these rest
+        joints that carries its Condition and met every effector within CARRY_MET (a pose
+        stretched toward a target out of reach goes on from where it is instead: turned with
+        the answer it would stretch again from further away)."""
+        if not (isinstance(keep, IkSolution) and keep.condition is not None and keep.errors is not None
+                and np.array_equal(keep.rest, rest) and np.max(keep.errors, initial=0.0) < CARRY_MET):
+            return None
+        before, now = keep.condition, condition
+        turn = now.local_rot[0] @ np.swapaxes(before.local_rot[0], -1, -2)
+        return turn @ np.asarray(keep.local_rot, dtype=np.float64), \
+            np.asarray(keep.trans, dtype=np.float64) + now.trans[0] - before.trans[0]
+
+    def _solution(self, local, trans, rest, condition, refined=None):
+        """An IkSolution of the pose (with `refined`'s errors and misses); under a Condition,
+        with it and its latent (found on first use)."""
+        errors, misses = (None, ()) if refined is None else (refined.errors, refined.misses)
+        if condition is None:
+            return IkSolution(local_rot=local, trans=trans, rest=rest, errors=errors, misses=misses)
+        return IkSolution(local_rot=local, trans=trans, rest=rest, errors=errors, misses=misses,
+                          latent=lambda: self.encode(condition, local[None])[0], condition=condition)
 
     def solve_positions(self, joints, targets, rest_joints):
         """Many poses at once from the same joints pinned by position (no refinement), for
@@ -431,8 +517,17 @@ class SmplIk:
 
 
 SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from
+CARRY_MET = 1e-3   # metres (radians): a kept solution this close to every effector is carried (SolveOptions.keep)
+# A kept solve from a solution that missed an effector by more than CARRY_MET (a drag going on
+# out of reach) refines at most this many iterations while it then misses no less (within
+# CREEP_MARGIN): there the soft target creeps nearer by a fraction of a millimetre an
+# iteration, and the drag's next step goes on from where this one stops (scripts/benchmark_drag.py:
+# at most about a millimetre further than 30 iterations get, for a step inside a 60 fps frame).
+# A step that comes nearer than that (back within reach) goes on to RefineOptions.iterations.
+CREEP_ITERATIONS = 8
+CREEP_MARGIN = 1e-3
 SAME_MISS = 1e-3   # metres (radians): two solves missing an effector this alike miss it the same
-WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take the network's guess
+WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take another start than its first
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
 FALLBACK_PIN_ERROR = 0.05   # metres (radians): a guess breaking a pin by more is not near an answer
 FALLBACK_SOFT_ERROR = 0.01  # a warm start this far from its soft targets (1 cm) asks the network
@@ -466,6 +561,19 @@ def _same_misses(a, b):
     key = lambda m: (m.joint, m.kind)   # noqa: E731
     a, b = sorted(a, key=key), sorted(b, key=key)
     return [key(m) for m in a] == [key(m) for m in b] and all(abs(m.error - n.error) < SAME_MISS for m, n in zip(a, b))
+
+
+def _missed(solution):
+    """Whether a kept solution missed an effector by more than CARRY_MET (False without errors)."""
+    return isinstance(solution, IkSolution) and solution.errors is not None and \
+        np.max(solution.errors, initial=0.0) > CARRY_MET
+
+
+def _no_nearer(solution, kept):
+    """Whether a solution, every hard pin held, is no nearer its worst-missed effector than the
+    kept solution was to its own (within CREEP_MARGIN): the drag stays as far out of reach."""
+    return not any(not m.soft and not m.gave_way for m in solution.misses) and \
+        np.max(solution.errors, initial=0.0) >= np.max(kept.errors, initial=0.0) - CREEP_MARGIN
 
 
 def miss_total(refined):

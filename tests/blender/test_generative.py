@@ -265,7 +265,10 @@ def test_bad_alternative_settings_are_refused_and_the_pose_stays(posed, setting,
 # --- Keep Pose While Dragging ---------------------------------------------------------------
 
 @needs_flow
-def test_keep_pose_while_dragging_decodes_the_pose_under_the_moved_effector(posed):
+def test_keep_pose_while_dragging_carries_the_pose_on_screen(posed):
+    """A drag step with Keep Pose keeps the last solution (an alternative here), as the core's
+    SolveOptions.keep does: the joints without effectors move less than a fresh solve would
+    move them, and a step where nothing moved leaves the pose as it is."""
     arm, effs = posed
     assert arm.smpl_ik.keep_pose
     reach_in(effs)
@@ -290,6 +293,33 @@ def test_keep_pose_while_dragging_decodes_the_pose_under_the_moved_effector(pose
         ext("pose.solving").solve_body(arm, dragged={wrist.name})    # the drag's solve, nothing moved
         update()
         assert np.abs(world_joints(arm) - still).max() < 1e-4   # the pose stays (to the refinement's stop)
+
+
+@needs_flow
+def test_a_drag_with_keep_pose_runs_no_flow_within_reach_and_holds_the_pins(posed, monkeypatch):
+    """Ten live drag steps of 1 cm within reach with Keep Pose on: each runs the network once
+    and neither direction of the flow (the latent of the pose is found only when a step falls
+    back on it), every pin and the dragged wrist are met within 1 mm, and the body's last
+    solution, the pose on screen, is what the next step keeps."""
+    arm, effs = posed
+    assert arm.smpl_ik.keep_pose
+    reach_in(effs)
+    flow = net().flow
+    calls = []
+    for name in ("forward", "inverse"):
+        original = getattr(flow, name)
+        monkeypatch.setattr(flow, name, lambda *a, _f=original, _n=name: calls.append(_n) or _f(*a))
+    network = net().network
+    runs = []
+    monkeypatch.setattr(net(), "network", lambda *a, **k: runs.append(1) or network(*a, **k))
+    wrist = effs["right_wrist"]
+    for _ in range(10):
+        wrist.location += Vector((0.006, -0.006, 0.005))
+        update()
+        assert worst_miss(arm) < MET
+        last = ext("com.live").last[arm.session_uid]
+        assert last.condition is not None and np.abs(world_joints(arm) - solution_world(arm, last)).max() < 1e-4
+    assert calls == [] and len(runs) == 10
 
 
 @needs_flow

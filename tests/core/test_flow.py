@@ -237,6 +237,169 @@ def test_keep_carries_an_alternative_through_a_moved_target(shipped, held_out_po
     assert np.median(jumps_keep) < 0.5 * np.median(jumps_fresh)
 
 
+def counting(monkeypatch, owner, name):
+    """Replace owner.name with a wrapper counting its calls: returns the list of calls."""
+    calls, original = [], getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def six_points(pos):
+    from models.ik.smplik import six_point_effectors
+
+    return six_point_effectors(pos)
+
+
+def wrist_moved(effectors, target):
+    """The six points with the left wrist (soft, as a drag moves it) at target."""
+    moved = list(effectors)
+    moved[2] = Effector("left_wrist", "position", tuple(target), soft=True)
+    return moved
+
+
+@SHIPPED
+def test_a_solution_finds_its_latent_only_when_it_is_read(shipped, held_out_poses, monkeypatch):
+    """The flow runs backwards for a solution's latent the first time it is read, never in the
+    solve itself (the natural pose, a kept drag step), and the latent found decodes to the pose."""
+    _, rest, _, pos = held_out_poses
+    effectors = six_points(pos[3])
+    inverse = counting(monkeypatch, shipped.flow, "inverse")
+    natural = shipped.solve(effectors, rest[3], SolveOptions(mode="natural"))
+    moved = wrist_moved(effectors, pos[3, 20] + [0.0, 0.01, 0.0])
+    step = shipped.solve(moved, rest[3], SolveOptions(mode="natural", current_pose=(natural.local_rot, natural.trans),
+                                                      keep=natural))
+    assert not inverse
+    latent = step.latent
+    assert len(inverse) == 1 and step.latent is latent and len(inverse) == 1   # found once, then kept
+    decoded = shipped.decode(step.condition, latent[None, None])[0][0, 0]
+    assert np.abs(decoded - step.local_rot).max() < 1e-6
+
+
+@SHIPPED
+def test_a_kept_drag_step_within_reach_runs_the_network_but_not_the_flow(shipped, held_out_poses, monkeypatch):
+    """Keeping the last solution (as a drag with Keep Pose does), a 1 cm step within reach runs
+    the deterministic network once and neither direction of the flow, and meets every
+    effector within 1 mm."""
+    _, rest, _, pos = held_out_poses
+    effectors = six_points(pos[5])
+    last = shipped.solve(effectors, rest[5], SolveOptions(mode="natural"))
+    forward, inverse = counting(monkeypatch, shipped.flow, "forward"), counting(monkeypatch, shipped.flow, "inverse")
+    network = counting(monkeypatch, shipped, "network")
+    for k in range(1, 6):
+        moved = wrist_moved(effectors, pos[5, 20] + [0.0, 0.01 * k, 0.0])
+        last = shipped.solve(moved, rest[5], SolveOptions(mode="natural", current_pose=(last.local_rot, last.trans),
+                                                          keep=last))
+        assert measured_effector_errors(moved, last.local_rot, last.trans, rest[5]).max() < 1e-3
+    assert not forward and not inverse and len(network) == 5
+
+
+@SHIPPED
+def test_keep_falls_back_to_the_kept_latent_decoded_not_to_the_natural_pose(shipped, held_out_poses, monkeypatch):
+    """The start a kept step falls back on (when small steps cannot reach its targets) is the
+    kept alternative's own latent decoded under the moved effectors: the alternative's
+    character, not the natural pose's."""
+    from models.ik import smplik
+
+    _, rest, _, pos = held_out_poses
+    effectors = three_pins(pos[9])
+    alternative = shipped.sample(effectors, rest[9], count=1, seed=4)[0]
+    moved = list(effectors)
+    moved[1] = Effector("left_wrist", "position", tuple(pos[9, 20] + [0.03, 0.0, 0.0]), soft=True)
+    fallbacks = []
+    refine_from = smplik.SmplIk.refine_from
+
+    def spying(self, effectors, start, rest, options=None, current_pose=None, fallback=None):
+        fallbacks.append(fallback)
+        return refine_from(self, effectors, start, rest, options, current_pose, fallback)
+    monkeypatch.setattr(smplik.SmplIk, "refine_from", spying)
+    kept = shipped.solve(moved, rest[9], SolveOptions(keep=alternative))
+    condition = kept.condition
+    own = shipped.decode(condition, alternative.latent[None, None])[0][0, 0]
+    natural = shipped.decode(condition, np.zeros((1, 1, DIMS)))[0][0, 0]
+    assert np.abs(own - natural).max() > 0.05                  # the two starts tell apart
+    assert np.abs(fallbacks[0]()[0] - own).max() < 1e-12
+
+
+@SHIPPED
+def test_kept_steps_move_the_free_joints_less_than_warm_starts(shipped, held_out_poses):
+    """The left wrist dragged round a 5 cm circle in 24 steps from the natural pose on six
+    points: kept steps (the pose carried along the network's answer) move the joints without
+    effectors less a step than warm starts from the pose before, and hold every pin within
+    1 mm."""
+    from models.ik.smplik import SIX_POINT_JOINTS
+
+    _, rest, _, pos = held_out_poses
+    free = [j for j in range(NUM_JOINTS) if j not in SIX_POINT_JOINTS]
+    jumps = {"keep": [], "warm": []}
+    for n in range(0, 40, 7):
+        effectors = six_points(pos[n])
+        start = shipped.solve(effectors, rest[n], SolveOptions(mode="natural"))
+        for how, moves in jumps.items():
+            last, steps = start, []
+            for k in range(1, 25):
+                turn = 2 * np.pi * k / 24
+                moved = wrist_moved(effectors, pos[n, 20] + 0.05 * np.array([np.cos(turn) - 1, np.sin(turn), 0.0]))
+                on_screen = (last.local_rot, last.trans)
+                options = (SolveOptions(mode="natural", current_pose=on_screen, keep=last) if how == "keep"
+                           else SolveOptions(current_pose=on_screen, warm_start=True))
+                now = shipped.solve(moved, rest[n], options)
+                pins = [e for e in moved if not e.soft]
+                assert measured_effector_errors(pins, now.local_rot, now.trans, rest[n]).max() < 1e-3, (n, how, k)
+                steps.append(np.linalg.norm(now.positions[free] - last.positions[free], axis=-1).mean())
+                last = now
+            moves.append(np.mean(steps))
+    keep, warm = np.array(jumps["keep"]), np.array(jumps["warm"])
+    assert keep.mean() < 0.97 * warm.mean() and (keep < warm).sum() >= len(keep) - 1, (keep, warm)
+
+
+@SHIPPED
+def test_a_kept_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(shipped, held_out_poses, monkeypatch):
+    """The left wrist dragged 2 cm a step straight out along the arm until it is out of reach:
+    every step holds the pins within 1 mm; a step after one that missed refines
+    CREEP_ITERATIONS at most and ends within 2 mm of where a full solve from the same pose
+    gets; one move back to the start goes on refining until it meets the wrist within 1 mm."""
+    from models.ik import smplik
+    from models.ik.refine import RefineOptions
+
+    _, rest, _, pos = held_out_poses
+    n = 12
+    effectors = six_points(pos[n])
+    last = shipped.solve(effectors, rest[n], SolveOptions(mode="natural"))
+    outward = pos[n, 20] - pos[n, 16]     # from the shoulder to the wrist
+    outward /= np.linalg.norm(outward)
+    iterations = []
+    refine_pose = smplik.refine_pose
+
+    def spying(local, trans, rest, effectors, options=RefineOptions()):
+        iterations.append(options.iterations)
+        return refine_pose(local, trans, rest, effectors, options)
+    monkeypatch.setattr(smplik, "refine_pose", spying)
+    creeping = 0
+    for k in range(1, 17):
+        moved = wrist_moved(effectors, pos[n, 20] + 0.02 * k * outward)
+        missed = smplik._missed(last)
+        on_screen = (last.local_rot, last.trans)
+        iterations.clear()
+        now = shipped.solve(moved, rest[n], SolveOptions(mode="natural", current_pose=on_screen, keep=last))
+        pins = [e for e in moved if not e.soft]
+        assert measured_effector_errors(pins, now.local_rot, now.trans, rest[n]).max() < 1e-3, k
+        if missed and smplik._no_nearer(now, last):
+            creeping += 1
+            assert iterations[0] == smplik.CREEP_ITERATIONS < RefineOptions().iterations, (k, iterations)
+            assert len(iterations) <= 2, (k, iterations)   # and the fallback start, if tried
+            full = shipped.refine_from(moved, on_screen, rest[n], RefineOptions(), on_screen)
+            assert now.errors[2] < full.errors[2] + 2e-3, k
+        last = now
+    assert creeping >= 5 and now.errors[2] > 0.05             # the last steps went on out of reach
+    back = shipped.solve(effectors, rest[n], SolveOptions(mode="natural", current_pose=(now.local_rot, now.trans),
+                                                          keep=now))
+    assert measured_effector_errors(effectors, back.local_rot, back.trans, rest[n]).max() < 1e-3
+
+
 def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
     net = untrained_net(tmp_path)
     rest = open_body.rest_joints(np.zeros(10))
