@@ -291,6 +291,7 @@ BALANCE_REACH = 0.05         # metres: a start whose centre of mass is further o
 BALANCE_WEIGHT = 1.0         # the balance row's weight (a soft position effector's is its weight, per metre)
 COLLISION_ALLOWANCE = 0.005  # metres of capsule overlap left alone: a hand resting on a hip presses in a little
 COLLISION_WEIGHT = 10.0      # a collision row's weight: a hand stops at the body, not half way into it
+TERM_GATE = 0.01             # metres (radians): the terms join once every hard residual is within this
 
 
 class _TermBody:
@@ -361,9 +362,15 @@ class _SoftTerms:
                              for j in caps.joint]
         self.started = None   # whether balance applies from the start (BALANCE_REACH); None before it
 
-    def rows(self, fk):
-        """Residuals (R,) and Jacobian rows (R, 75) of the active terms at a pose (fk); the first
-        pose asked about is the start (where balance may be left off, BALANCE_REACH)."""
+    def rows(self, fk, pinned=True):
+        """Residuals (R,) and Jacobian rows (R, 75) of the active terms at a pose (fk); none
+        while not `pinned` (the hard level is still far off: pulled aside before the pins hold,
+        a pose can settle where they no longer all can). The first pose asked about is the
+        start (where balance may be left off, BALANCE_REACH)."""
+        if not pinned:
+            if self.balance and self.started is None:
+                self._balance_rows(fk)   # the start decides whether balance applies
+            return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
         parts_r, parts_j = [], []
         if self.balance:
             r, j = self._balance_rows(fk)
@@ -389,6 +396,8 @@ class _SoftTerms:
 
     def _balance_rows(self, fk):
         none = np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
+        if self.started is False:
+            return none   # the start was far off balance: left as the pins hold it
         body = self.body
         soles = body.parts.soles.positions(fk)                                # (K, 3)
         carry = carrying_feet((float(soles[body.left, 1].min()), float(soles[body.right, 1].min())),
@@ -505,7 +514,7 @@ class _Problem:
         rh, jh = np.concatenate(parts_r), np.concatenate(parts_j)
         rs, js = _residuals(self.soft, fk.rotations, fk.positions, True)
         if self.terms is not None:   # balance and self-collision: soft, after the soft effectors
-            tr, tj = self.terms.rows(fk)
+            tr, tj = self.terms.rows(fk, not len(rh) or np.abs(rh).max() < TERM_GATE)
             if len(tr):
                 rs, js = np.concatenate([rs, tr]), np.concatenate([js, tj])
         return _State(local, trans, held, fk, rh, jh, rs, js)
