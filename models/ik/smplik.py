@@ -23,7 +23,7 @@ from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
 from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, rot6d_to_matrix
 from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
-from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions
+from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 from .refine import RefineOptions, effector_errors, planted_feet, refine_many, refine_pose
@@ -375,12 +375,17 @@ class SmplIk:
         return self._solution(solution.local_rot, solution.trans, rest[0], condition, solution)
 
     def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
-               options=SolveOptions()):
+               options=SolveOptions(), spread="principal"):
         """`count` alternative poses for the same effectors, in one batched pass of the
-        networks: latents drawn from N(0, temperature^2) (seed: an int for a repeatable set;
-        temperature 0 gives the natural pose every time; the default suits most problems),
-        decoded and, with options.refine, each made to meet the effectors (as `solve`; a sample
-        whose refinement stalls short of a pin is refined again from nearer the natural pose).
+        networks, decoded from latents of the flow and, with options.refine, each made to meet
+        the effectors (as `solve`; a sample whose refinement stalls short of a pin is refined
+        again from nearer the natural pose). Temperature 0 gives the natural pose every time;
+        the default suits most problems. spread:
+        - "principal" (default): the latent directions that move the joints without effectors
+          most (`principal_latents`), a step of temperature x PRINCIPAL_STEP each way along
+          each, the strongest first; seed None or 0 gives those directions, another int a
+          repeatable turn of them within the same subspace (another set as likely);
+        - "random": latents drawn from N(0, temperature^2) (seed: an int for a repeatable set).
         options: a SolveOptions, of which refine and current_pose apply (mode does not; keep
         and warm_start are refused). Returns a list of IkSolution, each with the latent of its
         refined pose (`SolveOptions(keep=solution)` carries it on)."""
@@ -388,11 +393,16 @@ class SmplIk:
         options = _checked(options)
         if options.keep is not None or options.warm_start:
             raise SmplIkError("sample draws its poses from the flow: SolveOptions keep and warm_start are solve's")
+        if spread not in SPREADS:
+            raise SmplIkError(f"spread must be one of {', '.join(SPREADS)}, not {spread!r}")
         refine = options.refine
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         encoded = encode_effectors(effectors)
         condition = self.condition(encoded, rest)
-        latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
+        if spread == "random":
+            latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
+        else:
+            latents = self.principal_latents(condition, effectors, rest[0], count, t * PRINCIPAL_STEP, seed)[None]
         local, trans = (x[0] for x in self.decode(condition, latents))
         if refine is None:
             return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k],
@@ -420,6 +430,31 @@ class SmplIk:
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
                            misses=r.misses, latent=final[k], condition=condition)
                 for k, r in enumerate(out)]
+
+    def principal_latents(self, condition, effectors, rest_joints, count, step, seed=None):
+        """Latents (count, 72) under a Condition of one set: +step and -step along each of the
+        ceil(count / 2) latent directions that move the joints without an effector furthest
+        per unit of latent (the leading right singular vectors of the Jacobian of their
+        positions at the natural pose), the strongest first. Eight random latents in 72
+        dimensions mostly vary what hardly shows; these vary what does, each by the same
+        likelihood. seed: None or 0 for the directions themselves, another int for a
+        repeatable random turn of them within the subspace they span."""
+        rest = np.asarray(rest_joints, dtype=np.float64)
+        pairs = -(-count // 2)
+        if step == 0:
+            return np.zeros((count, DIMS))
+        pinned = {joint_of(e, n) for n, e in enumerate(effectors)}
+        free = [j for j in range(NUM_JOINTS) if j not in pinned] or list(range(NUM_JOINTS))
+        probes = np.concatenate([np.zeros((1, DIMS)), np.eye(DIMS) * PRINCIPAL_PROBE])[None]
+        local, trans = (x[0] for x in self.decode(condition, probes))
+        pos = forward_kinematics(local, np.broadcast_to(rest, (len(local),) + rest.shape), PARENTS, trans).positions
+        jac = (pos[1:, free] - pos[:1, free]).reshape(DIMS, -1) / PRINCIPAL_PROBE     # (72, 3F)
+        directions = np.linalg.svd(jac, full_matrices=False)[0][:, :pairs].T           # (pairs, 72)
+        if seed:
+            turn = np.linalg.qr(np.random.default_rng(seed).standard_normal((pairs, pairs)))[0]
+            directions = turn.T @ directions
+        signed = np.stack([directions, -directions], 1).reshape(2 * pairs, DIMS)
+        return signed[:count] * step
 
     def refine_from(self, effectors, start, rest_joints, options=RefineOptions(), current_pose=None, fallback=None):
         """Refine a pose for a list of Effectors: start (local_rot (24, 3, 3), trans (3,)) on rest
@@ -516,6 +551,9 @@ class SmplIk:
         return self.predict(encoded, rest)
 
 
+SPREADS = ("principal", "random")   # how `sample` picks its latents
+PRINCIPAL_STEP = 2.5   # a principal alternative's latent step per unit of temperature (0.6: 1.5 latent units)
+PRINCIPAL_PROBE = 1e-2   # the latent step of the finite differences behind principal_latents
 SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from
 CARRY_MET = 1e-3   # metres (radians): a kept solution this close to every effector is carried (SolveOptions.keep)
 # A kept solve from a solution that missed an effector by more than CARRY_MET (a drag going on

@@ -489,3 +489,76 @@ def test_following_a_path_meets_every_frame_and_smoothness_steadies_it(shipped, 
             PathFollower(shipped, rest[0], smoothness=bad)
     with pytest.raises(SmplIkError, match="72 finite numbers"):
         PathFollower(shipped, rest[0], latent=np.zeros(5))
+
+
+def random_flow_net(folder):
+    """A small SmplIk with a random flow (not the identity), written to `folder`."""
+    from models.training.flow import PoseFlowTorch
+    from models.training.smplik import SmplIkTorch
+
+    torch.manual_seed(1)
+    base = SmplIkTorch(width=64, hidden=32, blocks=1)
+    save_weights(folder / "s.npz", base.numpy_params(), base.config)
+    flow = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=4)
+    with torch.no_grad():
+        for c in flow.couplings:
+            c.out.weight.normal_(std=0.05)
+            c.out.bias.normal_(std=0.05)
+    save_weights(folder / "f.npz", flow.numpy_params(), flow.config)
+    return SmplIk.load(folder / "s.npz", flow_path=folder / "f.npz")
+
+
+def free_joint_move(net, condition, effectors, rest, latents):
+    """Mean distance (m) the joints without an effector move from the natural pose, per latent."""
+    from models.core.kinematics import forward_kinematics
+    from models.core.skeleton import PARENTS
+
+    pinned = {JOINT_INDEX[e.joint] for e in effectors}
+    free = [j for j in range(NUM_JOINTS) if j not in pinned]
+    lat = np.concatenate([np.zeros((1, DIMS)), latents])[None]
+    local, trans = (x[0] for x in net.decode(condition, lat))
+    pos = forward_kinematics(local, np.broadcast_to(rest, (len(local),) + rest.shape), PARENTS, trans).positions
+    return np.linalg.norm(pos[1:, free] - pos[:1, free], axis=-1).mean(-1)
+
+
+def test_principal_alternatives_step_both_ways_along_the_directions_that_show_most(open_body, rng, tmp_path):
+    net = random_flow_net(tmp_path)
+    rest = open_body.rest_joints(np.zeros(10))
+    effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
+    condition = net.condition(encode_effectors(effectors), rest[None])
+    lat = net.principal_latents(condition, effectors, rest, 7, 0.5)
+    assert lat.shape == (7, DIMS)
+    assert np.allclose(lat[0::2][:3], -lat[1::2][:3])                      # +step, -step pairs
+    directions = lat[0::2] / 0.5                                            # 4 directions (7 = 3 pairs and one)
+    assert np.allclose(directions @ directions.T, np.eye(4), atol=1e-9)     # unit and orthogonal
+    assert np.array_equal(lat, net.principal_latents(condition, effectors, rest, 7, 0.5, seed=0))
+    # the leading direction moves the free joints more than any random direction of the same length
+    small = 1e-3
+    lead = free_joint_move(net, condition, effectors, rest, directions[:1] * small)[0]
+    random_dirs = rng.normal(size=(50, DIMS))
+    random_dirs /= np.linalg.norm(random_dirs, axis=1, keepdims=True)
+    assert lead > free_joint_move(net, condition, effectors, rest, random_dirs * small).max()
+    # and each later one less than the one before, within the numerical difference
+    moves = free_joint_move(net, condition, effectors, rest, directions * small)
+    assert moves[0] >= moves[1] * 0.99 >= moves[3] * 0.98
+    # another seed turns the directions within the same subspace
+    turned = net.principal_latents(condition, effectors, rest, 8, 0.5, seed=3)[0::2] / 0.5
+    assert np.abs(turned - directions).max() > 0.1
+    inside = turned @ directions.T                                          # coordinates in the seed-0 span
+    assert np.allclose(np.linalg.norm(inside, axis=1), 1.0, atol=1e-9)
+
+
+def test_sample_spreads_are_checked_and_temperature_scales_the_principal_step(open_body, tmp_path):
+    net = random_flow_net(tmp_path)
+    rest = open_body.rest_joints(np.zeros(10))
+    effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
+    with pytest.raises(SmplIkError, match="spread must be one of principal, random"):
+        net.sample(effectors, rest, spread="widest")
+    plain = SolveOptions(refine=None)
+    a = net.sample(effectors, rest, count=4, temperature=0.4, options=plain)
+    b = net.sample(effectors, rest, count=4, temperature=0.2, options=plain)
+    lengths = [np.linalg.norm(s.latent) for s in a] + [2 * np.linalg.norm(s.latent) for s in b]
+    assert np.allclose(lengths, 0.4 * 2.5, atol=1e-9)     # PRINCIPAL_STEP 2.5 latent units per unit of temperature
+    assert all(np.linalg.norm(s.latent) == 0 for s in net.sample(effectors, rest, count=3, temperature=0, options=plain))
+    drawn = net.sample(effectors, rest, count=4, seed=5, spread="random", options=plain)
+    assert not np.allclose(np.linalg.norm(drawn[0].latent), np.linalg.norm(drawn[1].latent))
