@@ -52,6 +52,8 @@ _CREEP = 1e-4  # a soft level gaining less than this a step (0.1 mm), and under 
                # still misses, has gone as far as it goes
 _GIVE_UP = 1e5   # damping this many times its start with the hard level met: no step helps
 _MAX_TURN = 0.5   # the longest step: radians per joint, metres for the root (a trust region)
+_SHORTER = 3      # a longer step is solved again with 10x the damping, at most this many times
+UNFOLD = 60.0     # degrees of hinge a limb folded against its range restarts from (refine_pose)
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,20 @@ class _Limits:
             if moved.any():
                 local[moved, j] = euler_to_matrix(inside[moved], lim.order)
         return local
+
+    def unfolded(self, local):
+        """A copy of local rotations (24, 3, 3) with each limited joint that has a component at
+        a bound of its range put at UNFOLD degrees of its hinge (the way its range bends
+        furthest), no tilt or twist; None when no joint is at a bound."""
+        out, moved = local.copy(), False
+        for n, (lim, j) in enumerate(zip(self.limits, self.joints)):
+            angles = matrix_to_euler(local[j], lim.order)
+            if np.any(np.isclose(angles, self.low[n], atol=1e-6) | np.isclose(angles, self.high[n], atol=1e-6)):
+                bend = np.zeros(3)
+                bend[0] = np.radians(UNFOLD) * (1.0 if self.high[n][0] > -self.low[n][0] else -1.0)
+                out[j] = euler_to_matrix(bend, lim.order)
+                moved = True
+        return out if moved else None
 
     def rows(self, held, fk):
         """Jacobian rows (H, 75) that keep each held Euler component where it is: an Euler
@@ -571,6 +587,11 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     stops once every residual is below 1e-5 (0.01 mm), or when the soft level stops
     improving with the hard level met.
 
+    A pin missed with a knee or elbow at a bound of its range (folded shut, or straight and
+    bent the wrong way round: a local minimum the pins are reachable beyond) is refined again
+    from where it stopped with those limbs bent UNFOLD degrees, no tilt or twist; kept when
+    it misses fewer pins. Only then may a pin give way.
+
     When the hard pins cannot all be held (options.give_way), the pin that gives way is one
     the pose misses: an effector with `give_way_first` before any other, then the one
     furthest from its target (against HARD_TOLERANCE). The pose is refined again with that pin
@@ -605,6 +626,14 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     # it may stop short of where it could reach
     gave_way = []
     pose, errors = solve(gave_way, (local, trans))
+    missed = _missed_pins(effectors, soft_flags, gave_way, errors)
+    unfolded = _Limits().unfolded(pose[0]) if missed and options.joint_limits else None
+    if unfolded is not None:
+        # a limb held against its range (bent the wrong way round, or folded shut) stops the
+        # pins it carries short: they are reachable once it bends the way its range allows
+        trial, trial_errors = solve(gave_way, (unfolded, pose[1]))
+        if len(_missed_pins(effectors, soft_flags, gave_way, trial_errors)) < len(missed):
+            pose, errors = trial, trial_errors
     while options.give_way:
         pin = _giving_way(effectors, soft_flags, gave_way, errors)
         if pin is None:
@@ -679,12 +708,21 @@ def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
         if not active.any():
             break
         a = np.flatnonzero(active)
-        gram = jac[a] @ np.swapaxes(jac[a], -1, -2) + lam[a, None, None] * eye
-        step = -(np.swapaxes(jac[a], -1, -2) @ np.linalg.solve(gram, r[a][..., None]))[..., 0]
+        jt = np.swapaxes(jac[a], -1, -2)
+        gram = jac[a] @ jt
+        step = -(jt @ np.linalg.solve(gram + lam[a, None, None] * eye, r[a][..., None]))[..., 0]
+        for _ in range(_SHORTER):   # too long: a damped step, not a cut near-singular one (as _descend)
+            long = np.flatnonzero(np.abs(step).max(-1) > _MAX_TURN)
+            if not len(long):
+                break
+            lam[a[long]] *= 10.0
+            step[long] = -(jt[long] @ np.linalg.solve(gram[long] + lam[a[long], None, None] * eye,
+                                                      r[a[long]][..., None]))[..., 0]
         longest = np.abs(step).max(-1, keepdims=True)
         step *= np.minimum(1.0, _MAX_TURN / np.maximum(longest, 1e-12))
         sub = forward_kinematics(local[a], rest, PARENTS, trans[a])
         new, new_trans = apply_step(local[a], trans[a], sub, step)
+        new = _orthonormal(new)
         if limits is not None:
             limits.clamp_many(new)
         new_fk = forward_kinematics(new, rest, PARENTS, new_trans)
@@ -725,16 +763,25 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
         if not np.isfinite(longest):
             lam *= 10.0
             continue
-        if longest > _MAX_TURN:     # near a singular pose (a limb stretched straight) steps blow up
+        for _ in range(_SHORTER):   # too long: a damped step, not a cut near-singular one
+            if longest <= _MAX_TURN:
+                break
+            lam *= 10.0
+            step = _prioritised_step(state.rh, state.jh, *soft, lam)
+            longest = np.abs(step).max()
+        if longest > _MAX_TURN:
             step *= _MAX_TURN / longest
-        new, new_trans = apply_step(state.local, state.trans, state.fk, step)
-        new_held = state.held
-        if limits is not None:
-            new, pushed = limits.clamp(new)
-            new_held = _merge_held(state.held, pushed)
-        moved = problem.evaluate(new, new_trans, new_held)
+        moved = _stepped(problem, limits, state, step)
         accept = (_better(moved.rh, moved.rs, state.rh, state.rs) if use_soft
                   else float(moved.rh @ moved.rh) < float(state.rh @ state.rh))
+        slack = len(state.rh) * _SLACK ** 2
+        if (not accept and use_soft and float(state.rh @ state.rh) <= slack < float(moved.rh @ moved.rh)
+                and float(moved.rs @ moved.rs) < float(state.rs @ state.rs)):
+            # the soft level gained but the hard one drifted past the slack (the step keeps it
+            # only to first order): one hard step from there puts it back, then judge again
+            again = _stepped(problem, limits, moved, _prioritised_step(moved.rh, moved.jh, *none, damping))
+            if _better(again.rh, again.rs, state.rh, state.rs):
+                moved, accept = again, True
         if accept:
             # settled: the hard level is met and the soft one gains less than _CREEP a step (out
             # of reach, the last millimetres come a hair at a time; they are not worth the time)
@@ -751,6 +798,27 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
             if lam > 1e8 or (lam > _GIVE_UP * damping and float(state.rh @ state.rh) <= len(state.rh) * _SLACK ** 2):
                 break     # even short steps do not help: as close as it gets from here
     return state
+
+
+def _stepped(problem, limits, state, step):
+    """The _State a step (75,) from a _State reaches: turned (apply_step), its rotations kept
+    orthonormal, the knees and elbows put back in range (the components pushed past a bound
+    held there)."""
+    new, new_trans = apply_step(state.local, state.trans, state.fk, step)
+    new = _orthonormal(new)
+    held = state.held
+    if limits is not None:
+        new, pushed = limits.clamp(new)
+        held = _merge_held(state.held, pushed)
+    return problem.evaluate(new, new_trans, held)
+
+
+def _orthonormal(m):
+    """Nearly orthonormal matrices (..., 3, 3) one Newton step nearer their rotations. A step
+    turns a joint by R_p^T T R_p with R_p its parent's world rotation, a product along the
+    chain: the error of a rotation not quite orthonormal (a network's float32 answer) would
+    grow with every step, several times over down the arm."""
+    return 1.5 * m - 0.5 * m @ np.swapaxes(m, -1, -2) @ m
 
 
 def _release(problem, held, rh, jh, soft, lam):

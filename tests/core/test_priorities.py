@@ -1,5 +1,7 @@
 """The prioritised refinement: hard pins hold, soft targets come as close as they can and
 say how far they miss, knees and elbows stay in range, feet stay planted and above a floor."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import measured_effector_errors
@@ -52,17 +54,44 @@ def arm_stretch(out, rest):
     return np.linalg.norm(posed[wrist] - posed[shoulder]) / reach
 
 
-def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
+def reach_gap(out, rest, target):
+    """How far the target is beyond the left arm's reach from where the shoulder ends (metres):
+    the wrist's distance from it when the arm points straight at it."""
+    posed = forward_kinematics(out.local_rot, rest, PARENTS, out.trans).positions
+    shoulder, elbow, wrist = (JOINT_INDEX[n] for n in ("left_shoulder", "left_elbow", "left_wrist"))
+    reach = np.linalg.norm(rest[elbow] - rest[shoulder]) + np.linalg.norm(rest[wrist] - rest[elbow])
+    return np.linalg.norm(target - posed[shoulder]) - reach
+
+
+@pytest.fixture(scope="module")
+def far_wrist(standing):
+    """A left-wrist target far beyond the arm, and the nearest the wrist gets to it with the head,
+    pelvis, other wrist and ankles held: the best of refinements from four jittered starts, ten
+    times the iterations each (metres)."""
+    from models.core.rotations import axis_angle_to_matrix
+
     local, trans, rest, fk = standing
-    far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]         # far beyond the arm
+    far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
+    effs = pins(fk, {"left_wrist": far}, soft=("left_wrist",))
+    rng = np.random.default_rng(0)
+    nearest = min(refine_pose(local @ axis_angle_to_matrix(rng.normal(scale=0.3, size=(24, 3))), trans, rest, effs,
+                              RefineOptions(iterations=300)).errors[2] for _ in range(4))
+    return far, nearest
+
+
+def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing, far_wrist):
+    local, trans, rest, fk = standing
+    far, nearest = far_wrist
     effs = pins(fk, {"left_wrist": far}, soft=("left_wrist",))
     out = refine_pose(local, trans, rest, effs)
     errors = measured_effector_errors(effs, out.local_rot, out.trans, rest)
     hard = [n for n, e in enumerate(effs) if not e.soft]
     assert errors[hard].max() < 1e-4, errors                              # every hard pin holds (0.1 mm)
-    # the wrist went as far as it could: the arm is stretched straight toward the target
-    assert arm_stretch(out, rest) > 0.97
-    assert errors[2] < np.linalg.norm(far - fk.positions[JOINT_INDEX["left_wrist"]])
+    # the wrist went as far as the pins let it, to the millimetre (it once stopped 31 cm short,
+    # each step toward it leaving the pins a little further off until none was taken), with the
+    # arm straight at the target
+    assert abs(errors[2] - nearest) < 1e-3, (errors[2], nearest)
+    assert abs(errors[2] - reach_gap(out, rest, far)) < 1e-3
     # and the solve says which effector misses, by how much
     (miss,) = out.misses
     assert miss.joint == "left_wrist" and miss.soft and np.isclose(miss.error, errors[2], atol=1e-9)
@@ -70,10 +99,10 @@ def test_a_soft_target_out_of_reach_never_moves_a_hard_pin(standing):
     assert inside(out.local_rot)
 
 
-def test_a_pin_out_of_reach_gives_way_alone_and_the_others_hold(standing):
+def test_a_pin_out_of_reach_gives_way_alone_and_the_others_hold(standing, far_wrist):
     """Every effector a pin and the left wrist's far beyond the arm: the pins cannot all be held,
     so the wrist gives way (nothing says which first: the one furthest from its target) and
-    gets at least as near as a soft wrist would; the others stay where they are."""
+    gets as near as the others let it; they stay where they are, and the miss says how far."""
     local, trans, rest, fk = standing
     far = fk.positions[JOINT_INDEX["left_wrist"]] + [0.6, 0.5, 0.9]
     all_hard = pins(fk, {"left_wrist": far})
@@ -85,8 +114,7 @@ def test_a_pin_out_of_reach_gives_way_alone_and_the_others_hold(standing):
     assert np.isclose(miss.error, errors[2], atol=1e-9)
     assert miss.describe() == f"left_wrist is {errors[2] * 100:.1f} cm from its target (it gave way to the other pins)"
     assert arm_stretch(out, rest) > 0.97                                 # reaching out straight toward it
-    soft = refine_pose(local, trans, rest, pins(fk, {"left_wrist": far}, soft=("left_wrist",)))
-    assert errors[2] < soft.errors[2] + 1e-3                             # at least as near as a soft wrist gets
+    assert abs(errors[2] - far_wrist[1]) < 1e-3, errors[2]                # as near as the other pins let it
     assert inside(out.local_rot)
 
 
@@ -257,3 +285,53 @@ def test_a_joint_folded_past_its_range_goes_to_the_nearer_bound_around_the_circl
     left = Rotation.from_matrix(out[JOINT_INDEX["left_knee"]]).as_euler("XYZ", degrees=True)
     right = Rotation.from_matrix(out[JOINT_INDEX["right_knee"]]).as_euler("XYZ", degrees=True)
     assert np.allclose(left, [160, 0, 0], atol=1e-6) and np.allclose(right, [-15, 0, 0], atol=1e-6)
+
+
+STALLS = Path(__file__).parent / "data" / "refine_stalls.npz"
+
+
+def stalled_cases():
+    """Refinements that once stopped short of pins a real pose meets (the held-out CMU clips and
+    m21 on the three open bodies, from the network's or a flow sample's start, or the start a
+    first solve left): (start (local, trans), rest, effectors, body, cause) each."""
+    from models.ik.effectors import KINDS
+
+    with np.load(STALLS, allow_pickle=False) as d:
+        for k in range(len(d["count"])):
+            effs = []
+            for m in range(d["count"][k]):
+                kind = KINDS[d["kind"][k, m]]
+                target = d["target"][k, m] if kind is EffectorKind.ROTATION else tuple(d["target"][k, m, 0])
+                axis = tuple(d["axis"][k, m]) if kind is EffectorKind.LOOK_AT else (0.0, 0.0, 1.0)
+                effs.append(Effector(int(d["joint"][k, m]), kind, target, axis))
+            yield ((d["start_local"][k], d["start_trans"][k]), d["rest"][k], effs, str(d["body"][k]),
+                   str(d["cause"][k]))
+
+
+@pytest.mark.parametrize("case", list(stalled_cases()), ids=lambda c: f"{c[3]} body, {c[4]}")
+def test_reachable_pins_stalled_once_are_met(case):
+    """'long steps': from a start far off, a Gauss-Newton step cut to the step limit is mostly
+    its near-singular part and gains next to nothing, so the iterations ran out (a step too long
+    is now solved again more damped). 'folded': an elbow or knee held at a corner of its range
+    (folded shut, or straight and bent the wrong way round) keeps the pins it carries short, so
+    some gave way by up to 45 cm (it is now refined again from a bent limb). Every pin is met."""
+    start, rest, effs, _, _ = case
+    out = refine_pose(*start, rest, effs)
+    errors = measured_effector_errors(effs, out.local_rot, out.trans, rest)
+    position = np.array([e.kind is P for e in effs])
+    assert out.misses == ()
+    assert errors[position].max() < 1e-3 and (errors[~position].max(initial=0.0) < np.radians(1.0)), errors
+    assert inside(out.local_rot)
+
+
+def test_the_descent_keeps_rotations_orthonormal():
+    """A network's rotations are orthonormal to float32 precision; a step turns a joint by its
+    parent's world rotation and back, a product along the chain, so such an error grew with every
+    step (to 0.7 off orthonormal within 30 steps on the collected cases) and the rounding back
+    to rotations at the end moved the pins off again."""
+    from models.ik.refine import _refine_levels
+
+    for start, rest, effs, _, _ in stalled_cases():
+        local = start[0].astype(np.float32).astype(np.float64)
+        out, _ = _refine_levels(local, start[1], rest, effs, [False] * len(effs), RefineOptions())
+        assert np.abs(out @ np.swapaxes(out, -1, -2) - np.eye(3)).max() < 1e-9
