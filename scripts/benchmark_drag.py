@@ -11,7 +11,8 @@ as on a busy machine.
 
 Circle: the left-wrist effector moves along a 20 cm circle in small steps, as a mouse drag
 does. Prints median / 90th percentile milliseconds per step (goal: under 16 ms, a 60 fps
-drag), the share of it spent solving, the largest wrist-to-effector distance seen and how far
+drag; cpu_ms in the JSON is the process's CPU time for the step, which other programs on a
+busy machine do not add to), the share of it spent solving, the largest wrist-to-effector distance seen and how far
 the joints without an effector move a step (jump_mm: their mean distance from the step
 before, the drag's continuity); the same with the raw network (refinement off), with Keep
 Pose off and with the previous solver.
@@ -50,7 +51,7 @@ import blender_session  # noqa: E402
 
 FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 LONG_SOLVE = 300   # refinement iterations of the solves that find the reachable minimum
-PER_STEP = ("ms", "solve_ms", "pin_drift_mm", "foot_lift_mm", "wrist_miss_mm", "jump_mm")   # the JSON's per path step
+PER_STEP = ("ms", "cpu_ms", "solve_ms", "pin_drift_mm", "foot_lift_mm", "wrist_miss_mm", "jump_mm")   # per path step
 
 
 class Timed:
@@ -191,7 +192,7 @@ def start_over(bpy, arm):
 
 
 def drag(bpy, handlers, arm, wrist, steps, refine):
-    """Circle drag; per step: (total ms, solve ms, wrist error m, jump m of the free joints)."""
+    """Circle drag; per step: (total ms, solve ms, wrist error m, jump m of the free joints, CPU ms)."""
     import numpy as np
 
     arm.smpl_ik.refine = refine
@@ -203,14 +204,14 @@ def drag(bpy, handlers, arm, wrist, steps, refine):
         for k in range(steps + 5):
             angle = 2 * np.pi * k / steps
             wrist.location = start + type(start)((-0.1 + 0.1 * np.cos(angle), -0.1, 0.05 + 0.1 * np.sin(angle)))
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             bpy.context.view_layer.update()
-            total = (time.perf_counter() - t) * 1e3
+            total, cpu = (time.perf_counter() - t) * 1e3, (time.process_time() - cpu) * 1e3
             now = free_joints(arm)
             if k >= 5:  # the first steps load the network and warm caches
                 miss = np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation))
                 jump = np.linalg.norm(now - before, axis=1).mean()
-                rows.append((total, timed.ms[-1], float(miss), float(jump)))
+                rows.append((total, timed.ms[-1], float(miss), float(jump), cpu))
             before = now
     arm.smpl_ik.refine = True
     return rows
@@ -255,17 +256,17 @@ def path_drag(bpy, handlers, arm, effs, targets, contacts):
     with Timed(handlers) as timed:
         for step, target in enumerate(targets, 1):
             wrist.location = Vector(target)
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             bpy.context.view_layer.update()
-            total = (time.perf_counter() - t) * 1e3
+            total, cpu = (time.perf_counter() - t) * 1e3, (time.process_time() - cpu) * 1e3
             drift = max(float(np.linalg.norm(joint_world(arm, o.smpl_ik_effector.joint)
                                              - np.array(o.matrix_world.translation))) for o in pins)
             lift = max(np.abs([joint_world(arm, j)[2] for j in FEET] - feet).max(),
                        np.abs(contact_heights(arm, contacts) - heights).max())
             miss = float(np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)))
             now = free_joints(arm)
-            rows.append({"step": step, "ms": total, "solve_ms": timed.ms[-1], "pin_drift_mm": drift * 1e3,
-                         "foot_lift_mm": float(lift) * 1e3, "wrist_miss_mm": miss * 1e3,
+            rows.append({"step": step, "ms": total, "cpu_ms": cpu, "solve_ms": timed.ms[-1],
+                         "pin_drift_mm": drift * 1e3, "foot_lift_mm": float(lift) * 1e3, "wrist_miss_mm": miss * 1e3,
                          "jump_mm": float(np.linalg.norm(now - before, axis=1).mean()) * 1e3})
             before = now
             objs = ext("pose.effectors").effectors_of(arm)
@@ -306,8 +307,10 @@ def summary(rows, minima):
     import numpy as np
 
     ms = np.array([t for r in rows for t in r["ms_passes"]])
+    cpu = np.array([t for r in rows for t in r["cpu_ms_passes"]])
     over = [r["wrist_miss_mm"] - m * 1e3 for r, m in zip(rows, minima)]
     return {"ms_median": round(float(np.median(ms)), 2), "ms_p90": round(float(np.percentile(ms, 90)), 2),
+            "cpu_ms_median": round(float(np.median(cpu)), 2), "cpu_ms_p90": round(float(np.percentile(cpu, 90)), 2),
             "solve_ms_median": round(float(np.median([t for r in rows for t in r["solve_ms_passes"]])), 2),
             "solve_ms_p90": round(float(np.percentile([t for r in rows for t in r["solve_ms_passes"]], 90)), 2),
             "pin_drift_mm_max": round(max(r["pin_drift_mm"] for r in rows), 3),
@@ -358,12 +361,15 @@ def main(argv=None):
         result[name] = {"keep_pose": circles[name][1],
                         "ms_median": round(float(np.median(rows[:, 0])), 2),
                         "ms_p90": round(float(np.percentile(rows[:, 0], 90)), 2),
+                        "cpu_ms_median": round(float(np.median(rows[:, 4])), 2),
+                        "cpu_ms_p90": round(float(np.percentile(rows[:, 4], 90)), 2),
                         "solve_ms_median": round(float(np.median(rows[:, 1])), 2),
                         "solve_ms_p90": round(float(np.percentile(rows[:, 1], 90)), 2),
                         "wrist_error_mm_max": round(float(rows[:, 2].max() * 1e3), 3),
                         "jump_mm_mean": round(float(rows[:, 3].mean() * 1e3), 3)}
         r = result[name]
         print(f"circle {name:15s} step {r['ms_median']:6.2f} ms median, {r['ms_p90']:6.2f} ms p90 "
+              f"(CPU {r['cpu_ms_median']:.2f} / {r['cpu_ms_p90']:.2f})"
               f"(solve {r['solve_ms_median']:.2f} ms); wrist off its effector by at most "
               f"{r['wrist_error_mm_max']:.3f} mm; free joints move {r['jump_mm_mean']:.3f} mm a step")
 
@@ -382,7 +388,9 @@ def main(argv=None):
         for k, row in enumerate(taken[0]):
             row["ms_passes"] = [p[k]["ms"] for p in taken]
             row["solve_ms_passes"] = [p[k]["solve_ms"] for p in taken]
-            row["ms"], row["solve_ms"] = float(np.median(row["ms_passes"])), float(np.median(row["solve_ms_passes"]))
+            row["cpu_ms_passes"] = [p[k]["cpu_ms"] for p in taken]
+            for key in ("ms", "solve_ms", "cpu_ms"):
+                row[key] = float(np.median(row[f"{key}_passes"]))
         runs[name] = taken[0]
     minima, overflowed = reachable_minima(problems, ext("com.bridge").rest_joints(arm), load_smplik())
     path = {"steps": args.path_steps, "step_cm": 1.0, "passes": args.passes,
@@ -392,7 +400,8 @@ def main(argv=None):
     for name, rows in runs.items():
         path[name] = {"keep_pose": name != "keep_pose_off", **summary(rows, minima)}
         r = path[name]
-        print(f"path   {name:15s} step {r['ms_median']:6.2f} ms median, {r['ms_p90']:6.2f} ms p90; pins drift "
+        print(f"path   {name:15s} step {r['ms_median']:6.2f} ms median, {r['ms_p90']:6.2f} ms p90 "
+              f"(CPU {r['cpu_ms_median']:.2f} / {r['cpu_ms_p90']:.2f}); pins drift "
               f"<= {r['pin_drift_mm_max']:.3f} mm, feet move <= {r['foot_lift_mm_max']:.2f} mm, wrist ends "
               f"{r['wrist_miss_mm_end']:.1f} mm off ({r['miss_over_minimum_mm_end']:+.1f} mm over the reachable "
               f"minimum; at worst {r['miss_over_minimum_mm_max']:+.1f}); free joints move "

@@ -559,10 +559,10 @@ CARRY_MET = 1e-3   # metres (radians): a kept solution this close to every effec
 # A kept solve from a solution that missed an effector by more than CARRY_MET (a drag going on
 # out of reach) refines at most this many iterations while it then misses no less (within
 # CREEP_MARGIN): there the soft target creeps nearer by a fraction of a millimetre an
-# iteration, and the drag's next step goes on from where this one stops (scripts/benchmark_drag.py:
-# at most about a millimetre further than 30 iterations get, for a step inside a 60 fps frame).
+# iteration, and the drag's next step goes on from where this one stops (the path drag of
+# scripts/benchmark_drag.py stays within 0.1 mm of what long solves reach at every step).
 # A step that comes nearer than that (back within reach) goes on to RefineOptions.iterations.
-CREEP_ITERATIONS = 8
+CREEP_ITERATIONS = 5
 CREEP_MARGIN = 1e-3
 SAME_MISS = 1e-3   # metres (radians): two solves missing an effector this alike miss it the same
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take another start than its first
