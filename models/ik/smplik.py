@@ -361,10 +361,10 @@ class SmplIk:
         if carried is not None and solution.misses:
             # turned with the network's answer, the pose can stall short of a target that small
             # steps from the kept pose itself reach (a floor in the way): take those when they
-            # clearly miss less. Only where the drag starts to miss: a kept pose that missed is
-            # not carried, it is the start
+            # meet every effector or clearly miss less. Only where the drag starts to miss: a
+            # kept pose that missed is not carried, it is the start
             plain = self.refine_from(effectors, pose, rest[0], refine, current_pose, fallback)
-            if miss_total(plain) < miss_total(solution) - WARM_MARGIN:
+            if not plain.misses or miss_total(plain) < miss_total(solution) - WARM_MARGIN:
                 solution = plain
         if generative and any(not m.soft for m in solution.misses):
             # the refinement stalled short of a pin (a limb folded against its range): the

@@ -117,10 +117,12 @@ def test_continued_training_starts_from_the_weights_and_keeps_the_history(tmp_pa
 
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/ikgat.npz not trained yet")
 def test_shipped_weights_beat_the_analytic_answer(held_out_poses):
-    """Held-out clips (walking, jumping): measured 2.79 degrees mean local rotation error, 0.17x
-    the analytic answer's 16.2; bounded 25% above what is measured."""
+    """Held-out clips (walking, jumping): measured 4.22 degrees mean local rotation error, 0.27x
+    the analytic answer's 15.4 (the weights trained on locomotion alone were at 2.8, 0.17x;
+    training on the varied motion too halved the error on dance and punching and cost this);
+    bounded 25% above what is measured."""
     rot, rest, _, pos = held_out_poses
     ours = np.degrees(geodesic_angle(IkGat.load()(pos, rest), rot)).mean()
     classic = np.degrees(geodesic_angle(analytic_rotations(pos, rest), rot)).mean()
-    assert ours < 0.22 * classic, (ours, classic)
-    assert ours < 3.5
+    assert ours < 0.34 * classic, (ours, classic)
+    assert ours < 5.3
