@@ -110,11 +110,9 @@ def load_pose_data(path, validation=VALIDATION_CLIPS):
 
     def make(m):
         weight = None
-        if source is not None:
-            frame_source = source[clip[m]]
-            names, counts = np.unique(frame_source, return_counts=True)
-            share = dict(zip(names, 1.0 / (counts * len(names))))
-            weight = torch.tensor([share[n] for n in frame_source], dtype=torch.float64)
+        if source is not None:   # each source the same share, split among its frames
+            kinds, which, counts = np.unique(source[clip[m]], return_inverse=True, return_counts=True)
+            weight = torch.from_numpy(1.0 / (counts[which] * len(kinds)))
         return PoseData(torch.from_numpy(poses[m]), clip[m], clips, digest, weight)
     return make(~is_val), make(is_val)
 
