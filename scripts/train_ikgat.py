@@ -10,9 +10,13 @@ were continued with --init, as their JSON record says). Each training pose gets 
 (one of the open bodies, a random shape, bone lengths varied), mirroring and heading; limbs and trunk are swapped between frames (--swap), single
 joints set to rest or turned further (--jitter), and bones turned further with their twist
 kept (--bend, --bend-joints, --bend-degrees), so the network also meets rigs and poses unlike
-the capture.
+the capture. A share of the poses (--noise) gets Gaussian noise on every joint's position, its
+standard deviation log-uniform up to --noise-cm, and the network learns to correct their bone
+directions (ikgat-v2). --init also takes ikgat-v1 weights: the larger network starts out
+computing what they compute.
 """
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -23,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
-from models.training.ikgat import IkGatTorch  # noqa: E402
+from models.training.ikgat import IkGatTorch, grown_from_v1  # noqa: E402
 from models.ik.nn import prepare  # noqa: E402
 from models.core.rotations import geodesic_angle  # noqa: E402
 from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic,  # noqa: E402
@@ -49,39 +53,79 @@ def fk_loss(local_pred, local_true, rest):
     return (pp - pt).norm(dim=-1).mean() + (tp - tt).norm(dim=-1).mean()
 
 
-def evaluate(model, data, body, frames=2000, seed=1):
-    """Validation through the numpy runtime: geodesic error (deg) and MPJPE (mm)."""
+NOISE_FLOOR = 0.002   # m: the smallest noise a noisy training pose gets
+
+
+def noisy(pos, share, largest, gen):
+    """Positions (B, 24, 3) with Gaussian noise on every joint for a random `share` of the poses,
+    each pose's standard deviation log-uniform in [NOISE_FLOOR, largest] m; and which poses."""
+    picked = torch.rand(len(pos), generator=gen) < share
+    if largest <= NOISE_FLOOR or not picked.any():
+        return pos, torch.zeros(len(pos), dtype=torch.bool)
+    lo, hi = np.log(NOISE_FLOOR), np.log(largest)
+    sigma = torch.exp(lo + (hi - lo) * torch.rand(len(pos), generator=gen)) * picked
+    return pos + sigma[:, None, None] * torch.randn(pos.shape, generator=gen), picked
+
+
+def evaluate(model, data, body, frames=2000, seed=1, noise=(0.0, 0.02)):
+    """Validation through the numpy runtime: geodesic error (deg) and MPJPE (mm) on exact
+    positions, and the geodesic error with each of `noise`'s standard deviations (m)."""
     gen = torch.Generator().manual_seed(seed)
     rot, rest = sample_batch(data, body, min(frames, len(data.poses)), gen)
     _, pos = fk(rot, rest)
     net = IkGat(prepare(model.numpy_params()), model.config)
-    pred = net(pos.numpy(), rest.numpy())
-    _, pos_pred = fk(torch.from_numpy(pred).float(), rest)
-    return {"geodesic_deg": round(float(np.degrees(geodesic_angle(pred, rot.numpy().astype(np.float64))).mean()), 3),
-            "mpjpe_mm": round(float((pos_pred - pos).norm(dim=-1).mean() * 1000), 3)}
+    truth = rot.numpy().astype(np.float64)
+    out = {}
+    for sigma in noise:
+        shaken = pos + sigma * torch.randn(pos.shape, generator=gen)
+        pred = net(shaken.numpy(), rest.numpy())
+        error = round(float(np.degrees(geodesic_angle(pred, truth)).mean()), 3)
+        if sigma:
+            out[f"geodesic_deg_noise_{sigma * 100:g}cm"] = error
+            continue
+        _, pos_pred = fk(torch.from_numpy(pred).float(), rest)
+        out.update(geodesic_deg=error, mpjpe_mm=round(float((pos_pred - pos).norm(dim=-1).mean() * 1000), 3))
+    return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    args = training_arguments(ap, PRESETS, DEFAULT_WEIGHTS, jitter=0.05).parse_args(argv)
+    ap = training_arguments(ap, PRESETS, DEFAULT_WEIGHTS, jitter=0.05)
+    ap.add_argument("--noise", type=float, default=0.6,
+                    help="share of the training poses with noise on their joint positions (default 0.6)")
+    ap.add_argument("--noise-cm", type=float, default=6.0,
+                    help="largest standard deviation of that noise, cm (default 6)")
+    args = ap.parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
     model = IkGatTorch()
-    before = initialise(model, args.init) if args.init else None
+    before = None
+    if args.init:
+        with np.load(args.init, allow_pickle=False) as npz:
+            older = json.loads(str(npz["__config__"]))["arch"] == "ikgat-v1"
+            arrays = {k: npz[k] for k in npz.files if k != "__config__"}
+        if older:
+            model.load_state_dict(grown_from_v1(arrays, model))
+            record = Path(args.init).with_suffix(".json")
+            before = json.loads(record.read_text()) if record.exists() else {}
+        else:
+            before = initialise(model, args.init)
 
     augment = Augmentation.from_args(args)
 
     def batch_loss(gen):
         rot, rest = sample_batch(train_set, body, cfg["batch"], gen, augment)
         _, pos = fk(rot, rest)
-        pred = model(pos, rest)
+        pos, shaken = noisy(pos, args.noise, args.noise_cm / 100.0, gen)
+        pred = model(pos, rest, noisy=shaken)
         return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
     finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body),
-           augment.record(), before)
+           dict(augment.record(), noise=args.noise, noise_cm=args.noise_cm, noise_floor_cm=NOISE_FLOOR * 100),
+           before)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,17 @@ Rotations are built in bone-aligned frames, all joints at once: a joint with one
 by the shortest arc (in the pelvis's frame) that lays its rest (T-pose) bone onto the
 observed bone, then twists about the bone by the network's angle; the pelvis and upper spine (three children each) take
 the rigid fit of their children; the leaves (head, hands, feet), which positions cannot see,
-take the network's rotation relative to their parent. Bone directions are therefore exact
-whatever the network says; what it learns is the twists and the leaves. A small
+take the network's rotation relative to their parent. On exact positions bone directions are
+therefore exact whatever the network says; what it learns is the twists and the leaves. A small
 graph-attention network over the SMPL tree (attention limited to joints a few edges apart)
 predicts them from the joints' positions in the pelvis's frame and the body's rest joints.
+
+Noisy positions (a detector's, a noisy joint file's) would pass their noise straight into the
+bone directions. So the network (architecture ikgat-v2) also predicts, for every joint that is
+not a leaf, a correction rotation in the pelvis's frame that turns the observed bone toward
+where the rest of the body says it lies. It is applied to a pose whose bone lengths differ from
+the rest joints' by more than LENGTH_TOLERANCE (exact positions keep their lengths; noise does
+not), or always or never by `denoise`. Weights of the older ikgat-v1 (no correction) still load.
 
 The classical answer to compare with is `models.core.kinematics.analytic_rotations`: swing
 only in each parent's frame, zero twist, identity leaves (HybrIK-style).
@@ -22,9 +29,11 @@ from ..core.rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
 from ..core.kinematics import world_to_local
 from ..core.skeleton import CHILDREN, LEAVES, MIRROR, MULTI, NUM_JOINTS, PARENT_OR_SELF, PARENTS, SINGLE
 
-ARCH = "ikgat-v1"
+ARCHS = ("ikgat-v1", "ikgat-v2")
+OUTPUTS = {"ikgat-v1": 6, "ikgat-v2": 12}   # twist or leaf 6D; ikgat-v2 adds a correction's 6D
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "ikgat.npz"
 NUM_FEATURES = 12
+LENGTH_TOLERANCE = 1e-3   # m: a bone this much longer or shorter than at rest marks the pose noisy
 
 
 def hop_distance():
@@ -59,6 +68,16 @@ def twist_matrix(axis, cos_sin):
 
 _SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
 _LEAVES, _LEAF_PARENTS = list(LEAVES), [PARENTS[j] for j in LEAVES]
+_NON_LEAVES = [j for j in range(NUM_JOINTS) if j not in LEAVES]
+_SIX_IDENTITY = np.array([1.0, 0, 0, 0, 1.0, 0], np.float32)
+
+
+def noisy_poses(positions, rest, tolerance=LENGTH_TOLERANCE):
+    """(B,) True where some bone of positions (B, 24, 3) is longer or shorter than the same
+    bone of rest (B, 24, 3) by more than `tolerance` metres."""
+    bones = np.linalg.norm(positions[:, 1:] - positions[:, list(PARENTS[1:])], axis=-1)
+    rest_bones = np.linalg.norm(rest[:, 1:] - rest[:, list(PARENTS[1:])], axis=-1)
+    return np.abs(bones - rest_bones).max(-1) > tolerance
 
 
 def _multi_rotations(positions, rest):
@@ -70,12 +89,14 @@ def _multi_rotations(positions, rest):
     return kabsch(a, b)
 
 
-def assemble(positions, rest, twist, leaf, multi=None):
+def assemble(positions, rest, twist, leaf, multi=None, correction=None):
     """Local rotations (B, 24, 3, 3), every joint at once.
 
     positions, rest: (B, 24, 3); twist: (B, 24, 2) (cos, sin) about each single-child
     joint's rest bone; leaf: (B, 24, 3, 3) the leaves' rotations relative to their parents;
-    multi: the pelvis and spine3 rotations if already known.
+    multi: the pelvis and spine3 rotations if already known; correction: (B, 24, 3, 3)
+    rotations in the pelvis's frame (as the positions give it) applied to every joint that is
+    not a leaf before the leaves are placed, or None.
     """
     world = np.empty(positions.shape + (3,), dtype=positions.dtype)
     world[:, list(MULTI)] = _multi_rotations(positions, rest) if multi is None else multi
@@ -85,6 +106,9 @@ def assemble(positions, rest, twist, leaf, multi=None):
     d = np.einsum("nkba,nkb->nka", np.broadcast_to(r0, (len(r0), len(_SINGLE), 3, 3)),
                   positions[:, _CHILD] - positions[:, _SINGLE])
     world[:, _SINGLE] = r0 @ (shortest_arc(a, d) @ twist_matrix(a, twist[:, _SINGLE]))
+    if correction is not None:
+        r0 = r0.copy()
+        world[:, _NON_LEAVES] = r0 @ correction[:, _NON_LEAVES] @ (r0.transpose(0, 1, 3, 2) @ world[:, _NON_LEAVES])
     world[:, _LEAVES] = world[:, _LEAF_PARENTS] @ leaf[:, _LEAVES]
     return world_to_local(world)
 
@@ -100,7 +124,8 @@ def features(positions, rest, multi):
 def expected_shapes(cfg):
     d, f, h = cfg["dim"], NUM_FEATURES, cfg["hidden"]
     shapes = {"embed": (NUM_JOINTS, d), "inp.weight": (d, f), "inp.bias": (d,),
-              "out_norm.weight": (d,), "out_norm.bias": (d,), "out.weight": (6, d), "out.bias": (6,)}
+              "out_norm.weight": (d,), "out_norm.bias": (d,), "out.weight": (OUTPUTS[cfg["arch"]], d),
+              "out.bias": (OUTPUTS[cfg["arch"]],)}
     for i in range(cfg["layers"]):
         shapes.update({
             f"layers.{i}.norm1.weight": (d,), f"layers.{i}.norm1.bias": (d,),
@@ -127,11 +152,15 @@ class IkGat:
 
     symmetric (default): the network also sees the problem mirrored left-right and the two
     answers are averaged, so mirrored positions give exactly the mirrored rotations (at twice
-    the network's cost; see docs/learned_ik.md)."""
+    the network's cost; see docs/learned_ik.md). denoise: "auto" (default) corrects the bone
+    directions of poses whose bone lengths are off their rest lengths (noisy_poses), True every
+    pose, False none (bone directions exactly as given); ikgat-v1 weights never correct."""
 
-    def __init__(self, params, config, symmetric=True):
+    def __init__(self, params, config, symmetric=True, denoise="auto"):
+        if denoise not in ("auto", True, False):
+            raise SmplIkError(f"IK-GAT denoise must be 'auto', True or False, not {denoise!r}")
         self.config, self.heads = config, config["heads"]
-        self.symmetric = symmetric
+        self.symmetric, self.denoise = symmetric, denoise
         layers = range(config["layers"])
         p = fold_norms(params, [(f"layers.{i}.norm1", f"layers.{i}.qkv") for i in layers]
                        + [(f"layers.{i}.norm2", f"layers.{i}.fc1") for i in layers] + [("out_norm", "out")])
@@ -146,11 +175,11 @@ class IkGat:
         self.mask = np.where(hop_distance() <= config["hops"], 0.0, -1e9).astype(np.float32)
 
     @classmethod
-    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True):
-        return cls(*load_weights(path, ARCH, expected_shapes), symmetric=symmetric)
+    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, denoise="auto"):
+        return cls(*load_weights(path, ARCHS, expected_shapes), symmetric=symmetric, denoise=denoise)
 
     def network(self, x):
-        """(B, 24, 12) features -> (B, 24, 6) raw outputs."""
+        """(B, 24, 12) features -> (B, 24, 6 or 12) raw outputs."""
         p, heads = self.p, self.heads
         b = x.shape[0]
         h = linear(x, p, "inp")
@@ -186,14 +215,20 @@ class IkGat:
         if self.symmetric:
             both = self.network(np.concatenate([x, x[:, list(MIRROR)] * _MIRROR_FEATURES]))
             out = both[:len(x)]
-            out += both[len(x):, list(MIRROR)] * _MIRROR_SIGN
+            out += both[len(x):, list(MIRROR)] * np.tile(_MIRROR_SIGN, out.shape[-1] // 6)
             out *= 0.5
         else:
             out = self.network(x)
         twist = out[..., :2] + np.array([1.0, 0.0], np.float32)
         leaf = np.empty(out.shape[:-1] + (3, 3), np.float32)  # only the leaves' entries are read
-        leaf[:, _LEAVES] = rot6d_to_matrix(out[:, _LEAVES] + np.array([1.0, 0, 0, 0, 1.0, 0], np.float32))
-        local = assemble(positions, rest, twist, leaf, multi)
+        leaf[:, _LEAVES] = rot6d_to_matrix(out[:, _LEAVES, :6] + _SIX_IDENTITY)
+        correction = None
+        if out.shape[-1] == 12 and self.denoise is not False:
+            rows = np.ones(len(out), bool) if self.denoise is True else noisy_poses(positions, rest)
+            if rows.any():
+                correction = np.broadcast_to(np.eye(3, dtype=np.float32), out.shape[:-1] + (3, 3)).copy()
+                correction[rows] = rot6d_to_matrix(out[rows, :, 6:] + _SIX_IDENTITY)
+        local = assemble(positions, rest, twist, leaf, multi, correction)
         return local.astype(np.float64).reshape(lead + (NUM_JOINTS, 3, 3))
 
 

@@ -62,11 +62,13 @@ def save_weights(path, params, config):
 
 
 def load_weights(path, arch, expected_shapes):
-    """Read a weights file, checking it is for `arch` and has exactly the expected arrays.
+    """Read a weights file, checking it is for `arch` (a name, or a tuple of the names this
+    runtime reads) and has exactly the expected arrays.
 
     expected_shapes: callable(config) -> {name: shape}. Returns (params float64, config).
     """
     path = Path(path)
+    archs = (arch,) if isinstance(arch, str) else tuple(arch)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
@@ -77,8 +79,10 @@ def load_weights(path, arch, expected_shapes):
     if "__config__" not in arrays:
         raise SmplIkError(f"{path}: not an SMPL-IK weights file (no __config__)")
     config = json.loads(str(arrays.pop("__config__")))
-    if config.get("arch") != arch:
-        raise SmplIkError(f"{path}: weights are for architecture {config.get('arch')!r}, not {arch!r}")
+    if config.get("arch") not in archs:
+        raise SmplIkError(f"{path}: weights are for architecture {config.get('arch')!r}, not "
+                          + " or ".join(map(repr, archs)))
+    arch = config["arch"]
     expected = expected_shapes(config)
     missing = sorted(set(expected) - set(arrays))
     extra = sorted(set(arrays) - set(expected))

@@ -1,9 +1,10 @@
 """Torch twin of `ikgat` for training: the same parameters (names and shapes) and math."""
+import numpy as np
 import torch
 from torch import nn
 
-from ..ik.ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _SINGLE,
-                    NUM_FEATURES, hop_distance)
+from ..ik.ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _NON_LEAVES, _SINGLE,
+                        NUM_FEATURES, OUTPUTS, hop_distance)
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
 from ..core.skeleton import CHILDREN, MIRROR, MULTI, NUM_JOINTS, PARENT_OR_SELF
 
@@ -20,8 +21,9 @@ def root_rotation(positions, rest):
     return kabsch(rest[..., kids, :] - rest[..., :1, :], positions[..., kids, :] - positions[..., :1, :])
 
 
-def assemble(positions, rest, twist, leaf):
-    """Local rotations (B, 24, 3, 3); the same construction as ikgat.assemble."""
+def assemble(positions, rest, twist, leaf, correction=None):
+    """Local rotations (B, 24, 3, 3); the same construction as ikgat.assemble. correction:
+    (B, 24, 3, 3) in the pelvis's frame for the joints that are not leaves, or None."""
     world = [None] * NUM_JOINTS
     for j in MULTI:
         kids = list(CHILDREN[j])
@@ -32,6 +34,10 @@ def assemble(positions, rest, twist, leaf):
     single = r0 @ shortest_arc(a, d) @ twist_matrix(a, twist[..., _SINGLE, :])
     for n, j in enumerate(_SINGLE):
         world[j] = single[..., n, :, :]
+    if correction is not None:
+        r0 = world[0]
+        for j in _NON_LEAVES:
+            world[j] = r0 @ correction[..., j, :, :] @ (r0.transpose(-1, -2) @ world[j])
     for j, p in zip(_LEAVES, _LEAF_PARENTS):
         world[j] = world[p] @ leaf[..., j, :, :]
     world = torch.stack(world, dim=-3)
@@ -65,14 +71,14 @@ class Layer(nn.Module):
 
 
 class IkGatTorch(nn.Module):
-    def __init__(self, dim=32, hidden=64, heads=2, layers=2, hops=2):
+    def __init__(self, dim=32, hidden=128, heads=2, layers=3, hops=2, arch="ikgat-v2"):
         super().__init__()
-        self.config = {"arch": "ikgat-v1", "dim": dim, "hidden": hidden, "heads": heads,
+        self.config = {"arch": arch, "dim": dim, "hidden": hidden, "heads": heads,
                        "layers": layers, "hops": hops}
         self.embed = nn.Parameter(0.02 * torch.randn(NUM_JOINTS, dim))
         self.inp = nn.Linear(NUM_FEATURES, dim)
         self.layers = nn.ModuleList(Layer(dim, hidden, heads) for _ in range(layers))
-        self.out_norm, self.out = nn.LayerNorm(dim), nn.Linear(dim, 6)
+        self.out_norm, self.out = nn.LayerNorm(dim), nn.Linear(dim, OUTPUTS[arch])
         nn.init.zeros_(self.out.weight)   # start from the swing-only solution
         nn.init.zeros_(self.out.bias)
         mask = torch.where(torch.from_numpy(hop_distance()) <= hops, 0.0, -1e9)
@@ -84,16 +90,43 @@ class IkGatTorch(nn.Module):
             h = layer(h, self.mask.to(h.dtype))
         return self.out(self.out_norm(h))
 
-    def forward(self, positions, rest, symmetric=False):
-        """Local rotations; symmetric: averaged with the mirrored problem's, as IkGat does by default."""
+    def forward(self, positions, rest, symmetric=False, noisy=None):
+        """Local rotations; symmetric: averaged with the mirrored problem's, as IkGat does by
+        default; noisy: (B,) bool, the poses whose bone directions are corrected (ikgat-v2; None:
+        none)."""
         x = features(positions, rest)
         out = self.network(x)
         if symmetric:
+            sign = torch.from_numpy(np.tile(_MIRROR_SIGN, out.shape[-1] // 6)).to(out.dtype)
             mirrored = self.network(x[:, list(MIRROR)] * torch.from_numpy(_MIRROR_FEATURES).to(x.dtype))
-            out = 0.5 * (out + mirrored[:, list(MIRROR)] * torch.from_numpy(_MIRROR_SIGN).to(out.dtype))
+            out = 0.5 * (out + mirrored[:, list(MIRROR)] * sign)
+        six = torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
         twist = out[..., :2] + torch.tensor([1.0, 0.0], dtype=out.dtype)
-        leaf = rot6d_to_matrix(out + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype))
-        return assemble(positions, rest, twist, leaf)
+        leaf = rot6d_to_matrix(out[..., :6] + six)
+        correction = None
+        if out.shape[-1] == 12 and noisy is not None:
+            eye = torch.eye(3, dtype=out.dtype)
+            correction = torch.where(noisy[:, None, None, None], rot6d_to_matrix(out[..., 6:] + six), eye)
+        return assemble(positions, rest, twist, leaf, correction)
 
     def numpy_params(self):
         return {k: v.detach().cpu().numpy() for k, v in self.state_dict().items()}
+
+
+def grown_from_v1(arrays, model):
+    """Parameters for `model` (an ikgat-v2 IkGatTorch of the same dim, with as many or more hidden units and layers) from ikgat-v1 arrays
+    {name: array} that compute the same rotations: the added hidden units read nothing out
+    (zero fc2 columns), added layers add nothing (zero proj and fc2), and the correction
+    outputs start at zero (the identity)."""
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    for name, value in state.items():
+        old = arrays.get(name)
+        if name.endswith(("proj.weight", "proj.bias", "fc2.weight", "fc2.bias")) or name.startswith("out."):
+            value.zero_()
+        if old is None:
+            continue
+        old = torch.from_numpy(np.asarray(old)).to(value.dtype)
+        if name.endswith("fc1.bias"):
+            value.zero_()
+        value[tuple(slice(0, n) for n in old.shape)] = old
+    return state
