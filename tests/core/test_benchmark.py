@@ -32,13 +32,19 @@ def test_benchmark_reports_every_method(tmp_path):
                   "smplik_protocol_mean_of_8", "smplik_protocol_best_of_8_random", "smplik_6pt_natural", "smplik_alternatives", "smplik_path",
                   "smplik_balance", "smplik_collision"}
     assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
-                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "analytic_full", "baseline_6pt"} | \
+                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "ikgat_noise", "analytic_full", "baseline_6pt"} | \
         (generative if FLOW_WEIGHTS.exists() else set())
     for name, m in methods.items():
-        if name in generative:
+        if name in generative or name == "ikgat_noise":
             continue
         assert {"mpjpe_mm", "geodesic_deg", "ms_single", "per_s_batch"} <= set(m), name
         assert len(m["geodesic_deg_by_joint"]) == 24
+    noise = methods["ikgat_noise"]
+    assert set(noise) == {"1cm", "2cm", "5cm"}
+    # more noise turns the analytic answer's bones further; clean it is what analytic_full scores
+    analytic = [noise[k]["analytic_deg"] for k in ("1cm", "2cm", "5cm")]
+    assert methods["analytic_full"]["geodesic_deg"] < analytic[0] < analytic[1] < analytic[2]
+    assert all(noise[k]["geodesic_deg"] > methods["ikgat"]["geodesic_deg"] for k in noise)
     # position-to-rotation methods keep every bone's direction: forward kinematics lands on the joints
     assert max(methods[m]["mpjpe_mm"] for m in ("ikgat", "ikgat_one_pass", "analytic_full")) < 1
     assert methods["smplik_6pt_refined"]["effector_mm"] < 1 < methods["smplik_6pt"]["effector_mm"]
