@@ -1,9 +1,12 @@
 """Writing files so that a failure never leaves a half-written one: a temporary file beside
-the target, renamed over it only once everything is written."""
+the target, renamed over it only once everything is written; and finding the input files a
+command line names."""
 import contextlib
+import glob
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SmplIkError
@@ -54,3 +57,48 @@ def write_json(path, data):
     """Write `data` as indented JSON (one trailing newline), atomically."""
     with atomic_write(path, "w") as fh:
         fh.write(json.dumps(data, indent=1) + "\n")
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A file an input named: path, and relative, its path below the folder it was found
+    in (a file named alone, or a glob's match: its name), for outputs that keep sub-folders."""
+
+    path: Path
+    relative: Path
+
+
+@dataclass(frozen=True)
+class FileSearch:
+    """find_files' answer: found (FoundFile, each folder's in sorted order) and missing
+    ((input, reason) for each input that named no file)."""
+
+    found: tuple
+    missing: tuple
+
+
+def find_files(inputs, suffixes):
+    """The files that command-line `inputs` name, each input being a file (taken whatever its
+    suffix), a folder (searched recursively for files ending in one of `suffixes`, such as
+    ('.bvh',), in any case) or a glob ('mocap/**/*.bvh', with ** reaching into sub-folders;
+    the files it matches). Returns a FileSearch."""
+    suffixes = tuple(s.lower() for s in suffixes)
+    found, missing = [], []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix.lower() in suffixes and f.is_file())
+            found += [FoundFile(f, f.relative_to(p)) for f in files]
+            if not files:
+                named = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
+                missing.append((str(item), f"folder has no {named} files"))
+        elif p.is_file():
+            found.append(FoundFile(p, Path(p.name)))
+        elif any(ch in str(item) for ch in "*?["):
+            files = sorted(Path(f) for f in glob.glob(str(item), recursive=True) if Path(f).is_file())
+            found += [FoundFile(f, Path(f.name)) for f in files]
+            if not files:
+                missing.append((str(item), "pattern matches no files"))
+        else:
+            missing.append((str(item), "no such file or folder"))
+    return FileSearch(found=tuple(found), missing=tuple(missing))

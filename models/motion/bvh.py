@@ -6,7 +6,6 @@ joint's local translation (replacing its OFFSET, as Blender's importer reads the
 are intrinsic Euler angles in channel order: R = R_first @ R_second @ R_third, degrees.
 Malformed files raise SmplIkError naming the file and line.
 """
-import glob
 import io
 import re
 import warnings
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import SmplIkError
-from ..core.files import atomic_write
+from ..core.files import FileSearch, FoundFile, atomic_write, find_files
 from ..core.kinematics import FKResult
 from ..core.rotations import euler_to_matrix, matrix_to_euler
 
@@ -361,44 +360,13 @@ def write_bvh(path, skeleton, local_rot, root_pos, frame_time, rotation_order="Z
 
 # --- finding BVH files ----------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FoundBvh:
-    """A BVH file an input named: path, and relative, its path below the folder it was found
-    in (a file named alone, or a glob's match: its name), for outputs that keep sub-folders."""
-
-    path: Path
-    relative: Path
-
-
-@dataclass(frozen=True)
-class BvhSearch:
-    """find_bvh_files' answer: found (FoundBvh, each folder's in sorted order) and missing
-    ((input, reason) for each input that named no file)."""
-
-    found: tuple
-    missing: tuple
+FoundBvh = FoundFile      # a BVH file an input named (models.core.files.find_files)
+BvhSearch = FileSearch    # find_bvh_files' answer
 
 
 def find_bvh_files(inputs):
-    """The BVH files that command-line `inputs` name, each input being a file (taken whatever
-    its suffix), a folder (searched recursively for files ending .bvh in any case) or a glob
-    ('mocap/**/*.bvh', with ** reaching into sub-folders; the files it matches). Every script
-    that takes BVH inputs finds them here. Returns a BvhSearch."""
-    found, missing = [], []
-    for item in inputs:
-        p = Path(item)
-        if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.suffix.lower() == ".bvh" and f.is_file())
-            found += [FoundBvh(f, f.relative_to(p)) for f in files]
-            if not files:
-                missing.append((str(item), "folder has no .bvh files"))
-        elif p.is_file():
-            found.append(FoundBvh(p, Path(p.name)))
-        elif any(ch in str(item) for ch in "*?["):
-            files = sorted(Path(f) for f in glob.glob(str(item), recursive=True) if Path(f).is_file())
-            found += [FoundBvh(f, Path(f.name)) for f in files]
-            if not files:
-                missing.append((str(item), "pattern matches no files"))
-        else:
-            missing.append((str(item), "no such file or folder"))
-    return BvhSearch(found=tuple(found), missing=tuple(missing))
+    """The BVH files that command-line `inputs` name (models.core.files.find_files with the
+    suffix .bvh): each input a file (taken whatever its suffix), a folder (searched
+    recursively for files ending .bvh in any case) or a glob ('mocap/**/*.bvh'). Every script
+    that takes BVH inputs finds them here. Returns a FileSearch."""
+    return find_files(inputs, (".bvh",))

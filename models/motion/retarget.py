@@ -369,12 +369,14 @@ def _chain_lengths(chains, joints):
     return np.array(lengths), np.array(grads)
 
 
-def fit_shape(body, joints, beta_prior=3e-5, iterations=4):
+def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None):
     """Fit betas to the source's limb lengths and body widths, at their absolute size.
 
     joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
-    unmapped). Each MEASUREMENTS chain's source length is the sum over its segments of their
-    median length over the poses given, so the fit sees lengths, not the pose the file was
+    unmapped). measurements: {name: chain of points} as MEASUREMENTS (the default) has them;
+    a source whose joints are SMPL's own (a joint file of SMPL's 24) can give every bone. Each
+    chain's source length is the sum over its segments of their median length over the poses
+    given, so the fit sees lengths, not the pose the file was
     drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
     steps of bounded least squares (betas within +-BETA_BOUND), with a small prior keeping
     betas near 0 (units: m^2 per beta^2).
@@ -383,7 +385,7 @@ def fit_shape(body, joints, beta_prior=3e-5, iterations=4):
     j0 = body.rest_joints(np.zeros(NUM_BETAS))
     jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], axis=-1)
     names, chains, targets = [], [], []
-    for name, points in MEASUREMENTS.items():
+    for name, points in (MEASUREMENTS if measurements is None else measurements).items():
         weights = [_point_weights(p) for p in points]
         have = [w for w in weights if np.isfinite(joints[:, w != 0]).all()]
         steps = [b - a for a, b in zip(have[:-1], have[1:])]   # (24,) weights per segment

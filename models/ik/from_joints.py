@@ -1,0 +1,164 @@
+"""Joint files to SMPL motion: a sequence of 3D joint positions in any layout of
+models.motion.joints becomes SMPL rotations, a root translation and the body's shape.
+
+Steps: the file's joints are brought into SMPL's frame (its up axis and unit) and read as
+SMPL joints (Layout.smpl_positions); the height the figure's limbs make is checked; the betas
+are fitted to its bone lengths (models.motion.joints.fit_layout_shape); then each frame is
+solved: by IK-GAT in one pass for a layout that has all 24 joints (the bone directions come
+out exact, so the positions come back), else by SMPL-IK with a soft position effector on
+every SMPL joint the layout gives (and a look-at where it has one), refined, each frame
+starting from the one before. Optional Gaussian smoothing over time (frames) follows.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..body.measure import measure
+from ..core.errors import SmplIkError
+from ..core.kinematics import forward_kinematics
+from ..core.rotations import matrix_to_axis_angle
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from ..motion.amass import MotionFile
+from ..motion.joints import (APPROXIMATE_WEIGHT, LayoutChoice, check_height, detect_layout, figure_height,
+                             fit_layout_shape, get_layout, read_joint_file, to_smpl_frame)
+from ..motion.retarget import parse_unit
+from ..motion.temporal import smooth_poses
+from .effectors import Effector, EffectorKind
+from .ikgat import load_ikgat
+from .refine import RefineOptions
+from .smplik import SolveOptions, load_smplik
+
+DEFAULT_FPS = 30.0
+# The file's motion is the truth: no balance or feet kept planted over it; knees and elbows
+# stay in their ranges, hands out of the trunk.
+REFINE = RefineOptions(plant_feet=False, balance=False, iterations=20)
+SOFT_TOLERANCE = 0.02   # metres: a layout's joint sits only near SMPL's, so a soft pin this far off is met
+
+
+@dataclass(frozen=True)
+class JointOptions:
+    """How a joint file becomes motion. layout: a key of models.motion.joints.LAYOUTS or
+    'auto' (from the joint count); units: the file's length unit (m, cm, mm, inch, or metres
+    per unit as a number; retarget.parse_unit); up_axis: 'Y', 'Z' or '-Y' (image-style, y
+    down), None for the layout's own (Y; MediaPipe's -Y); fps: frames per second when the file
+    does not say (None: DEFAULT_FPS); smooth: Gaussian sigma in frames over the solved
+    rotations and translation (0: none)."""
+
+    layout: str = "auto"
+    units: str = "m"
+    up_axis: str = None
+    fps: float = None
+    smooth: float = 0.0
+
+
+@dataclass(frozen=True)
+class JointMotion:
+    """Motion solved from a joint file: poses (T, 24, 3) axis-angle local rotations, root
+    first; trans (T, 3) metres (the pelvis at rest_joints(betas)[0] + trans), SMPL's frame;
+    betas (10,) fitted to the figure's bone lengths; fps; layout (a LayoutChoice); method
+    'ikgat' or 'smplik'; height_m the fitted body's height; error_mm the mean distance
+    between the SMPL joints the file gives and the solved body's (after smoothing); path
+    the source file; notes in words."""
+
+    poses: np.ndarray
+    trans: np.ndarray
+    betas: np.ndarray
+    fps: float
+    layout: LayoutChoice
+    method: str
+    height_m: float
+    error_mm: float
+    path: str = ""
+    notes: tuple = ()
+
+    def motion_file(self, body, body_model):
+        """The MotionFile to write (models.motion.amass.write_motion_npz) or key: SMPL's
+        frame (up_axis 'Y'), `body`'s gender, betas for `body_model` (the body's name)."""
+        return MotionFile(poses=self.poses, trans=self.trans, betas=self.betas, gender=body.gender, fps=self.fps,
+                          path=self.path, body_model=body_model, up_axis="Y")
+
+    def describe(self):
+        return (f"{self.layout.layout.label} ({self.layout.reason}) by {'IK-GAT' if self.method == 'ikgat' else 'SMPL-IK'}: "
+                f"body {self.height_m:.2f} m tall, joints within {self.error_mm:.1f} mm on average"
+                + "".join(f"; {n}" for n in self.notes))
+
+
+def layout_effectors(layout, smpl_joints, file_joints):
+    """The SMPL-IK effectors of one frame: smpl_joints (24, 3) from Layout.smpl_positions,
+    file_joints (J, 3) the layout's own (both SMPL frame, metres). Soft: a layout's joint
+    and SMPL's differ by a few centimetres, so no pin is held against the others."""
+    out = []
+    for name in layout.smpl:
+        weight = 1.0 if layout.direct(name) else APPROXIMATE_WEIGHT
+        out.append(Effector(name, EffectorKind.POSITION, tuple(smpl_joints[JOINT_INDEX[name]]), weight=weight,
+                            soft=True, tolerance=SOFT_TOLERANCE))
+    for name, (axis, target) in (layout.look_at or {}).items():
+        out.append(Effector(name, EffectorKind.LOOK_AT, tuple(file_joints[layout.joint(target)]), axis=axis,
+                            weight=APPROXIMATE_WEIGHT, soft=True, tolerance=0.1))
+    return out
+
+
+def _solve_smplik(layout, smpl_joints, file_joints, rest, progress):
+    solver = load_smplik()
+    local, trans, previous = [], [], None
+    for t in range(len(smpl_joints)):
+        options = SolveOptions(refine=REFINE, current_pose=previous, warm_start=previous is not None)
+        solution = solver.solve(layout_effectors(layout, smpl_joints[t], file_joints[t]), rest, options)
+        previous = (solution.local_rot, solution.trans)
+        local.append(solution.local_rot)
+        trans.append(solution.trans)
+        progress((t + 1) / len(smpl_joints))
+    return np.stack(local), np.stack(trans)
+
+
+def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fraction: None):
+    """Solve a JointFile (models.motion.joints.read_joint_file) on `body` (a BodyModel) as
+    `options` (JointOptions) say; returns a JointMotion. SmplIkError naming the file for a
+    joint count no layout has, a figure of implausible height, or too few limbs to fit a
+    shape. progress(fraction) is called as frames are solved."""
+    path = joint_file.path
+    if options.layout == "auto":
+        choice = detect_layout(joint_file.joints, path)
+    else:
+        layout = get_layout(options.layout)
+        if joint_file.joints.shape[1] != layout.count:
+            raise SmplIkError(f"{path}: {joint_file.joints.shape[1]} joints per frame, but {layout.label} has "
+                              f"{layout.count}")
+        choice = LayoutChoice(layout, "as asked")
+    layout = choice.layout
+    unit_name, metres = parse_unit(options.units)
+    joints = to_smpl_frame(joint_file.joints, options.up_axis or layout.up_axis, metres)
+    smpl_joints = layout.smpl_positions(joints)
+    check_height(figure_height(smpl_joints, body), path, unit_name)
+    notes = []
+    fps = joint_file.fps
+    if fps is None:
+        fps = float(options.fps or DEFAULT_FPS)
+        notes.append(f"the file has no frame rate: {fps:g} fps")
+    try:
+        shape = fit_layout_shape(body, smpl_joints, layout)
+    except SmplIkError as exc:
+        raise SmplIkError(f"{path}: {exc}") from None
+    rest = body.rest_joints(shape.betas)
+    if layout.complete:
+        local = load_ikgat()(smpl_joints, rest)
+        trans = smpl_joints[:, 0] - rest[0]
+        method = "ikgat"
+        progress(1.0)
+    else:
+        local, trans = _solve_smplik(layout, smpl_joints, joints, rest, progress)
+        method = "smplik"
+    if options.smooth > 0:
+        local, trans = smooth_poses(local, trans, options.smooth)
+        notes.append(f"smoothed over {options.smooth:g} frames (sigma)")
+    posed = forward_kinematics(local, rest, PARENTS, trans).positions
+    given = [JOINT_INDEX[n] for n in JOINT_NAMES if layout.direct(n)]
+    error = 1e3 * float(np.linalg.norm(posed[:, given] - smpl_joints[:, given], axis=-1).mean())
+    return JointMotion(poses=matrix_to_axis_angle(local), trans=trans, betas=np.asarray(shape.betas, np.float64),
+                       fps=fps, layout=choice, method=method, height_m=measure(body, shape.betas).height,
+                       error_mm=error, path=path, notes=tuple(notes))
+
+
+def convert_joint_file(path, body, options=JointOptions(), progress=lambda fraction: None):
+    """read_joint_file then joints_to_smpl: the JointMotion of the file at `path`."""
+    return joints_to_smpl(read_joint_file(path), body, options, progress)
