@@ -93,7 +93,7 @@ from models.core.rotations import axis_angle_to_matrix, geodesic_angle  # noqa: 
 from models.ik.refine import JOINT_LIMITS, refine_pose  # noqa: E402
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS  # noqa: E402
 from models.ik.effectors import Effector, EffectorKind, encode_effector_sets, joint_of  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk, SolveOptions  # noqa: E402
+from models.ik.smplik import ALTERNATIVES_SEED, DEFAULT_WEIGHTS as SMPLIK_WEIGHTS, SmplIk, SolveOptions  # noqa: E402
 from models.ik.smplik import SIX_POINT_JOINTS, six_point_effectors  # noqa: E402
 from models.ik.nn import WEIGHTS_DIR  # noqa: E402
 from models.ik.flow import DEFAULT_FLOW_WEIGHTS as FLOW_WEIGHTS  # noqa: E402
@@ -325,7 +325,7 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
             network_aligned[mode].append(aligned_error(raw.positions, g))
             costs[mode].append(pose_cost(timed[mode].local_rot, timed[mode].trans, r, seg, *prior)["cost"])
         t = time.perf_counter()
-        alts = net.sample(effs, r, count=samples, seed=0)   # as the add-on's Alternatives (seed 0)
+        alts = net.sample(effs, r, count=samples, seed=ALTERNATIVES_SEED)   # as the add-on's Alternatives
         ms["8"].append(time.perf_counter() - t)
         alt_pos = np.stack([a.positions for a in alts])
         errs = aligned_error(alt_pos, g)
@@ -411,7 +411,9 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
     soles = reference.soles.positions(FKResult(rotations=world, positions=pos))          # (N, K, 3)
     lowest = np.stack([soles[:, reference.sole_foot == f, 1].min(-1) for f in (0, 1)], -1)
     standing = np.flatnonzero(np.abs(lowest[:, 0] - lowest[:, 1]) < SUPPORT_HEIGHT)
-    settings = {"": RefineOptions(), "_without_terms": RefineOptions(balance=False, self_collision=False)}
+    # as the add-on solves: with the body's own parts (scaled to each frame's rest joints)
+    settings = {"": RefineOptions(body_parts=reference),
+                "_without_terms": RefineOptions(balance=False, self_collision=False, body_parts=reference)}
     ankles = {JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]}
 
     def deep(solution, parts):
@@ -447,7 +449,7 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
     flagged = {f"{m}{s}": [] for m in ("natural", "alternatives", "deterministic", "truth") for s in settings
                if m != "truth" or not s}
     idx = np.sort(rng.choice(len(pos), min(frames, len(pos)), replace=False))
-    for n, (i, effs) in enumerate(zip(idx, protocol_effectors(pos[idx], world[idx], np.random.default_rng(13)))):
+    for i, effs in zip(idx, protocol_effectors(pos[idx], world[idx], np.random.default_rng(13))):
         parts = reference.scaled_to(rest[i])
         flagged["truth"].append(bool(collision_depth(gt_rot[i], pos[i, 0] - rest[i, 0], rest[i], parts,
                                                      HAND_AND_FOREARM).max() > 0.01))
@@ -456,7 +458,7 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
                 flagged[f"{mode}{suffix}"].append(deep(net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine)),
                                                        parts))
             flagged[f"alternatives{suffix}"] += [deep(a, parts) for a in net.sample(
-                effs, rest[i], count=samples, seed=n, options=SolveOptions(refine=refine))]
+                effs, rest[i], count=samples, seed=ALTERNATIVES_SEED, options=SolveOptions(refine=refine))]
     collision = {f"fraction_{k}": fraction(v) for k, v in flagged.items()}
     collision.update({"frames": len(idx), "samples": samples})
     return {"smplik_balance": balance, "smplik_collision": collision}

@@ -7,12 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...models.core.errors import SmplIkError
-from ...models.ik.smplik import SolveOptions, load_smplik
+from ...models.ik.smplik import ALTERNATIVES_SEED, SolveOptions, load_smplik
 from ..com import bridge, live
 from .effectors import core_effectors, effectors_of
 from .solving import giving_way, kept_pose, reach_message, refine_options, remember_misses, require_flow, set_status
 
-ALTERNATIVES_SEED = 0          # one repeatable set of alternatives per problem
 ALTERNATIVES_RANGE = (2, 32)   # how many alternatives a set may hold
 VARIATION_RANGE = (0.0, 2.0)   # the sampling temperature (0: every alternative is the natural pose)
 

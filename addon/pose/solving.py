@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...models.core.errors import SmplIkError
+from ...models.ik.cost import BodyParts
 from ...models.ik.flow import DEFAULT_FLOW_WEIGHTS
 from ...models.ik.refine import RefineOptions
 from ...models.ik.smplik import DEFAULT_MODE, SolveOptions, load_smplik
@@ -33,9 +34,11 @@ SAME_POSE = 1e-5
 
 
 def refine_options(arm):
-    """models.ik.refine.RefineOptions from the body's settings (Plant Feet, Floor). The floor
-    (world Z) goes into the body's frame; SmplIkError for a height that is not a finite
-    number of metres, or a body not standing upright."""
+    """models.ik.refine.RefineOptions from the body's settings (Plant Feet, Floor) and its own
+    masses, capsules and soles (balance and self-collision fitted to this body's mesh and
+    shape, not the open body's scaled). The floor (world Z) goes into the body's frame;
+    SmplIkError for a height that is not a finite number of metres, or a body not standing
+    upright."""
     props = arm.smpl_ik
     floor = contacts = None
     if props.use_floor:
@@ -47,21 +50,24 @@ def refine_options(arm):
         if tilt > bridge.FLOOR_TILT:
             raise SmplIkError(f"{arm.name}: a floor needs the body upright, and it is tilted "
                               f"{math.degrees(tilt):.1f} degrees; straighten it or turn Floor off")
-        contacts = foot_contacts(arm)
-    return RefineOptions(plant_feet=props.plant_feet, floor=floor, contacts=contacts)
+        contacts = shaped_body(arm)[0]
+    return RefineOptions(plant_feet=props.plant_feet, floor=floor, contacts=contacts,
+                         body_parts=shaped_body(arm)[1])
 
 
-_contacts = {}
+_shaped = {}
 
 
-def foot_contacts(arm):
-    """The body's heel, ball and toe points (models.core.kinematics.AttachedPoints), for its
-    file and shape (remembered: a drag asks on every step)."""
+def shaped_body(arm):
+    """(foot contacts, body parts) of the body's file and shape: its heel, ball and toe points
+    (models.core.kinematics.AttachedPoints) and its models.ik.cost.BodyParts, remembered (a
+    drag asks on every step; fitting them takes about 50 ms)."""
     key = (arm.smpl_ik.body_path, arm.smpl_ik.gender, tuple(round(b, 6) for b in arm.smpl_ik.applied_betas))
-    if key not in _contacts:
-        _contacts.clear()
-        _contacts[key] = body_model_of(arm).foot_contacts(np.array(arm.smpl_ik.applied_betas[:]))
-    return _contacts[key]
+    if key not in _shaped:
+        _shaped.clear()
+        body, betas = body_model_of(arm), np.array(arm.smpl_ik.applied_betas[:])
+        _shaped[key] = (body.foot_contacts(betas), BodyParts.from_body(body, betas))
+    return _shaped[key]
 
 
 def reach_message(misses):

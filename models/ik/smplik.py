@@ -552,6 +552,7 @@ class SmplIk:
 
 
 SPREADS = ("principal", "random")   # how `sample` picks its latents
+ALTERNATIVES_SEED = 0   # the add-on's Alternatives (and benchmark.py's): one repeatable set per problem
 PRINCIPAL_STEP = 2.5   # a principal alternative's latent step per unit of temperature (0.6: 1.5 latent units)
 PRINCIPAL_PROBE = 1e-2   # the latent step of the finite differences behind principal_latents
 SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from

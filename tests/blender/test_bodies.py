@@ -152,3 +152,22 @@ def test_body_panel_offers_height_and_weight_and_shows_them():
             "SmplIkBodyProperties.target_weight"} <= set(log)
     assert "label: 1.920 m, 95.0 kg (male)" in log, log
     assert arm.smpl_ik.gender == "male"
+
+
+def test_balance_and_collision_use_the_bodys_own_parts(ext):
+    """Solves are refined with the masses, capsules and soles of the body's own mesh and shape:
+    the female body's hips are wider than the neutral body's scaled to her size, and a change of
+    shape gives new parts."""
+    from models.ik.cost import BodyParts
+
+    solving = __import__(ext.__name__ + ".addon.pose.solving", fromlist=["refine_options"])
+    arm = add_body(body="OPEN_FEMALE")
+    parts = solving.refine_options(arm).body_parts
+    female = BodyParts.from_body(load_body_model(open_body_path("female")))
+    assert np.abs(parts.capsules.radius - female.capsules.radius).max() < 1e-9
+    neutral = BodyParts.from_body(load_body_model(open_body_path("neutral"))).scaled_to(female.rest)
+    assert np.abs(parts.capsules.radius - neutral.capsules.radius).max() > 0.003
+    assert solving.refine_options(arm).body_parts is parts   # remembered while the shape holds
+    arm.smpl_ik.betas[1] = 2.0
+    assert abs(arm.smpl_ik.applied_betas[1] - 2.0) < 1e-6   # the shape is applied as it is set
+    assert solving.refine_options(arm).body_parts is not parts
