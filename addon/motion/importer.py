@@ -1,5 +1,7 @@
 """AMASS-style SMPL motion (`.npz`) into Blender: a file onto a new or the active body as one
-new action (keys written in bulk, resampled to the scene's frame rate).
+new action (keys written in bulk, resampled to the scene's frame rate). Joint files (3D joint
+positions in a layout of models.motion.joints) are solved into such a motion first
+(models.ik.from_joints) and keyed the same way.
 
 The file's numbers become the pose bones' channels through the bridge's conventions (SMPL
 local rotations, the root's translation); a Z-up (AMASS) file is first turned into SMPL's
@@ -8,6 +10,7 @@ floor (models.motion.floor measures the body's lowest point). Everything that ca
 (reading and checking the file, choosing and loading the body) happens before the scene
 changes, so a refused file leaves no body, action or orphan data behind.
 """
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +21,10 @@ import numpy as np
 from ...models.body.model import NUM_BETAS, load_body_model, open_body_path
 from ...models.core.errors import SmplIkError
 from ...models.core.rotations import axis_angle_to_quat_wxyz
+from ...models.ik.from_joints import JointOptions, joints_to_smpl
 from ...models.motion import amass, floor
 from ...models.motion.betas import carried_betas
+from ...models.motion.joints import read_joint_file
 from ...models.motion.resample import continuous_quats, resample_motion, resample_timing
 from ..body.build import SHAPE_KEY_RANGE, body_floor, body_model_of, create_body, open_body_name_of
 from ..com import bridge
@@ -82,14 +87,14 @@ def file_path(path_text, what):
     return Path(bpy.path.abspath(path_text))
 
 
-def _body_for_gender(context, motion):
-    """(BodyModel, body_path for the armature, notes) for a new body carrying `motion`: the
-    user's file of its gender, else the open body of that gender."""
-    gender = motion.gender or "neutral"
-    user = amass.choose_body_file(user_body_files(context), gender, motion.kind)
+def body_for_gender(context, gender, kind="smpl"):
+    """(BodyModel, body_path for the armature) for a new body carrying a motion of `gender`
+    and `kind` ('smpl', 'smplh', 'smplx'): the user's file of that gender, else the open body
+    of that gender."""
+    user = amass.choose_body_file(user_body_files(context), gender, kind)
     if user is not None:
-        return load_body_model(user), str(user), []
-    return load_body_model(open_body_path(gender)), "", []   # no file: the body's gender names its open body
+        return load_body_model(user), str(user)
+    return load_body_model(open_body_path(gender)), ""   # no file: the body's gender names its open body
 
 
 def _smpl_frame_motion(motion, choice, pelvis_rest):
@@ -126,7 +131,15 @@ def import_motion(context, options, progress=lambda fraction: None):
     """Import an AMASS-style `.npz` (options: an ImportOptions) as one new action named after
     the file; returns an Imported. SmplIkError (file missing, unreadable or wrong; no body
     selected for 'ACTIVE') before the scene changes."""
-    motion = read_motion(options.filepath)
+    return key_motion(context, read_motion(options.filepath), options, progress)
+
+
+def key_motion(context, motion, options, progress=lambda fraction: None, new_body=None):
+    """Key a MotionFile (read from a file, or made from one: its path names the action) on a
+    body as `options` (an ImportOptions; its filepath is not read) say, as one new action;
+    returns an Imported. new_body: (BodyModel, body_path) for a new body, when the caller
+    chose it (None: the user's file of the motion's gender, else the open body). SmplIkError
+    before the scene changes."""
     if options.floor not in floor.FLOOR_MODES:
         raise SmplIkError(f"floor option {options.floor!r} is not one of {', '.join(floor.FLOOR_MODES)}")
     scene = context.scene
@@ -140,8 +153,7 @@ def import_motion(context, options, progress=lambda fraction: None):
         floor_height, tilt = body_floor(arm)   # its own floor (Floor Height), in its armature's space
     else:
         arm = None
-        body, body_path, more = _body_for_gender(context, motion)
-        notes += more
+        body, body_path = new_body or body_for_gender(context, motion.gender or "neutral", motion.kind)
         floor_height, tilt = 0.0, 0.0   # the file's origin at the cursor: the floor at the cursor's height
     carried = carried_betas(motion.betas, motion.body_model, open_body_name_of(body_path, body), NUM_BETAS,
                             SHAPE_KEY_RANGE)
@@ -210,3 +222,45 @@ def import_motion(context, options, progress=lambda fraction: None):
     return Imported(body=arm, action=action, frame_start=start, frame_end=start + timing.num_frames - 1,
                     source_frames=motion.num_frames, source_fps=source_fps, key_fps=key_fps, up=up,
                     body_label=body.label, floor=placed, floor_note=floor_note, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class JointImportOptions:
+    """What a joint-file import does: `joints` (a models.ik.from_joints.JointOptions: layout,
+    units, up axis, frame rate, smoothing) and `keys` (an ImportOptions: target, floor, frame
+    range; its up axis is SMPL's Y, as the solved motion is)."""
+
+    filepath: str
+    joints: JointOptions
+    keys: ImportOptions
+
+
+@dataclass(frozen=True)
+class JointsImported:
+    """What a joint-file import did: the solved JointMotion and the Imported keys."""
+
+    solved: object
+    keyed: Imported
+
+    def describe(self):
+        return f"{self.keyed.describe()}; joints: {self.solved.describe()}"
+
+
+def import_joints(context, options, progress=lambda fraction: None):
+    """Solve a joint file (options: a JointImportOptions) on a new body (the user's neutral
+    SMPL file, else the open body) or the active one, and key it as one new action named after
+    the file; returns a JointsImported. SmplIkError (file missing, unreadable or wrong, no
+    layout with its joint count, an implausible figure, no body selected for 'ACTIVE') before
+    the scene changes."""
+    path = file_path(options.filepath, "joint")
+    joint_file = read_joint_file(path)
+    if options.keys.target == "ACTIVE":
+        arm = target_body(context)
+        body, body_path = body_model_of(arm), arm.smpl_ik.body_path
+    else:
+        body, body_path = body_for_gender(context, "neutral")
+    solved = joints_to_smpl(joint_file, body, options.joints, lambda f: progress(0.7 * f))
+    motion = solved.motion_file(body, open_body_name_of(body_path, body))
+    keys = dataclasses.replace(options.keys, filepath=str(path), up_axis="Y")
+    keyed = key_motion(context, motion, keys, lambda f: progress(0.7 + 0.3 * f), new_body=(body, body_path))
+    return JointsImported(solved=solved, keyed=keyed)

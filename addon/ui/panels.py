@@ -34,6 +34,7 @@ class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
         sub = row.row(align=True)
         sub.enabled = arm is not None
         sub.operator("smpl_ik.export_motion", text="Export Motion", icon="EXPORT")
+        layout.operator("smpl_ik.import_joints", text="Import Joint Positions", icon="IMPORT")
         if arm is None:
             layout.label(text="Select an SMPL-IK body to shape it")
             return
