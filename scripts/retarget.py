@@ -77,8 +77,10 @@ class Progress:
         self.stream.flush()
 
 
-def run_dask(jobs, scheduler, workers, progress):
-    """Run the jobs on a dask.distributed cluster; workers must import this repository."""
+def run_dask(jobs, scheduler, workers, progress, work=run_job):
+    """Run the jobs (work(job) each, run_job by default: a module-level function of models/
+    that returns a JobResult) on a dask.distributed cluster; workers must import this
+    repository."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -93,7 +95,7 @@ def run_dask(jobs, scheduler, workers, progress):
                                dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = client.map(run_job, jobs, pure=False)
+        futures = client.map(work, jobs, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results = [None] * len(jobs)
         for fut in as_completed(futures):

@@ -76,8 +76,24 @@ def check_image_size(width, height, what="the photo"):
 
 def default_camera(width, height, notes=()):
     """The Camera of a photo whose focal length is unknown: DEFAULT_DIAGONAL_FOV_DEG across."""
-    focal = 0.5 * np.hypot(width, height) / np.tan(np.radians(DEFAULT_DIAGONAL_FOV_DEG) / 2)
-    return Camera(int(width), int(height), float(focal), width / 2.0, height / 2.0, "default", tuple(notes))
+    return camera_from_fov(width, height, DEFAULT_DIAGONAL_FOV_DEG, "default", notes)
+
+
+def camera_from_fov(width, height, diagonal_fov_deg, source="given", notes=()):
+    """The Camera of an image `width` x `height` whose field of view across the diagonal is
+    `diagonal_fov_deg` degrees (in (0, 180)). SmplIkError for another angle."""
+    if not 0.0 < float(diagonal_fov_deg) < 180.0:
+        raise SmplIkError(f"a field of view of {diagonal_fov_deg:g} degrees is not a lens's (0-180 degrees)")
+    focal = 0.5 * np.hypot(width, height) / np.tan(np.radians(float(diagonal_fov_deg)) / 2)
+    return Camera(int(width), int(height), float(focal), width / 2.0, height / 2.0, source, tuple(notes))
+
+
+def camera_from_focal(width, height, focal_px, source="given", notes=()):
+    """The Camera of an image `width` x `height` whose focal length is `focal_px` pixels (> 0).
+    SmplIkError for another."""
+    if not (np.isfinite(focal_px) and focal_px > 0):
+        raise SmplIkError(f"a focal length of {focal_px:g} pixels is not a lens's (it must be above 0)")
+    return Camera(int(width), int(height), float(focal_px), width / 2.0, height / 2.0, source, tuple(notes))
 
 
 def camera_from_35mm(width, height, focal_35mm, notes=()):

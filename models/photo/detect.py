@@ -56,15 +56,38 @@ def _missing(error, what):
                        f"install the photo packages with `{INSTALL_HINT}`")
 
 
-@functools.lru_cache(maxsize=1)
-def _pose_solution():
-    """The one MediaPipe Pose object (complexity 1: the model that ships in the wheel)."""
+def new_pose_solution(static_image_mode=True, smooth_landmarks=True, what="pose from a photo"):
+    """A new MediaPipe Pose object (complexity 1: the model that ships in the wheel). In video
+    mode (static_image_mode False) it tracks one person from frame to frame: call it with
+    one video's frames in order, and `close()` it after."""
     try:
         import mediapipe as mp
         solutions = mp.solutions
     except (ImportError, AttributeError) as e:
-        raise _missing(e, "pose from a photo") from e
-    return solutions.pose.Pose(static_image_mode=True, model_complexity=1)
+        raise _missing(e, what) from e
+    return solutions.pose.Pose(static_image_mode=static_image_mode, model_complexity=1,
+                               smooth_landmarks=smooth_landmarks)
+
+
+@functools.lru_cache(maxsize=1)
+def _pose_solution():
+    """The one MediaPipe Pose object for photos."""
+    return new_pose_solution()
+
+
+def detection_of(result, width, height):
+    """The Detection in a MediaPipe Pose result for an image of `width` x `height` pixels, or
+    None when it holds nobody."""
+    if result.pose_landmarks is None or result.pose_world_landmarks is None:
+        return None
+    norm = np.array([(p.x, p.y) for p in result.pose_landmarks.landmark], dtype=np.float64)
+    vis = np.array([p.visibility for p in result.pose_landmarks.landmark], dtype=np.float64)
+    world = np.array([(p.x, p.y, p.z) for p in result.pose_world_landmarks.landmark], dtype=np.float64)
+    xy = norm * (width, height)
+    lo = np.clip(xy.min(0), 0, (width, height))
+    hi = np.clip(xy.max(0), 0, (width, height))
+    return Detection(world=mediapipe_to_smpl(world), image_xy=xy, visibility=vis,
+                     bbox=(float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
 
 
 _POSE_LOCK = threading.Lock()   # one graph: one image at a time
@@ -94,6 +117,18 @@ def _overlap(a, b):
     return max(w, 0) * max(h, 0) / area if area > 0 else 1.0
 
 
+def grey_out(image, bbox):
+    """Paint a person's box (x0, y0, x1, y1), enlarged by BBOX_MARGIN a side and clipped to
+    the image, grey in `image` (H, W, 3), in place; returns the painted box in whole pixels."""
+    height, width = image.shape[:2]
+    lo, hi = np.array(bbox[:2], dtype=np.float64), np.array(bbox[2:], dtype=np.float64)
+    margin = BBOX_MARGIN * (hi - lo)
+    g0 = np.clip(np.floor(lo - margin), 0, (width, height)).astype(int)
+    g1 = np.clip(np.ceil(hi + margin), 0, (width, height)).astype(int)
+    image[g0[1]:g1[1], g0[0]:g1[0]] = GREY
+    return (*g0, *g1)
+
+
 def detect_people(rgb, max_people=3):
     """People in a photo, largest bounding box first ([] when nobody is found).
 
@@ -111,26 +146,11 @@ def detect_people(rgb, max_people=3):
     found, greyed = [], []
     with _POSE_LOCK:
         for _ in range(int(max_people)):
-            result = pose.process(image)
-            if result.pose_landmarks is None or result.pose_world_landmarks is None:
+            found_now = detection_of(pose.process(image), width, height)
+            if found_now is None or any(_overlap(found_now.bbox, g) > 0.5 for g in greyed):
                 break
-            norm = np.array([(p.x, p.y) for p in result.pose_landmarks.landmark], dtype=np.float64)
-            vis = np.array([p.visibility for p in result.pose_landmarks.landmark], dtype=np.float64)
-            world = np.array([(p.x, p.y, p.z) for p in result.pose_world_landmarks.landmark],
-                             dtype=np.float64)
-            xy = norm * (width, height)
-            lo = np.clip(xy.min(0), 0, (width, height))
-            hi = np.clip(xy.max(0), 0, (width, height))
-            bbox = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
-            if any(_overlap(bbox, g) > 0.5 for g in greyed):
-                break
-            found.append(Detection(world=mediapipe_to_smpl(world), image_xy=xy, visibility=vis,
-                                   bbox=bbox))
-            margin = BBOX_MARGIN * (hi - lo)
-            g0 = np.clip(np.floor(lo - margin), 0, (width, height)).astype(int)
-            g1 = np.clip(np.ceil(hi + margin), 0, (width, height)).astype(int)
-            image[g0[1]:g1[1], g0[0]:g1[0]] = GREY
-            greyed.append((*g0, *g1))
+            found.append(found_now)
+            greyed.append(grey_out(image, found_now.bbox))
     return sorted(found, key=lambda d: d.area, reverse=True)
 
 

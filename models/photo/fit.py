@@ -211,6 +211,17 @@ def body_targets(positions, confident, rest):
     return out
 
 
+def _seen_targets(detection, min_visibility):
+    """smpl_targets, or SmplIkError when fewer than MIN_JOINTS joints were seen."""
+    positions, confident = smpl_targets(detection, min_visibility)
+    count = int(confident.sum())
+    if count < MIN_JOINTS:
+        raise SmplIkError(f"cannot pose a body from this person: only {count} joints were visible "
+                          f"(at least {MIN_JOINTS} are needed); try a photo showing more of the body "
+                          f"or a lower minimum visibility")
+    return positions, confident
+
+
 def pose_from_detection(detection, rest, min_visibility=0.5):
     """Solve a body's pose from a detection. rest: (24, 3) the body's rest joints.
 
@@ -219,12 +230,7 @@ def pose_from_detection(detection, rest, min_visibility=0.5):
     pose's lowest ankle/foot height. Returns PhotoPose.
     """
     rest = np.asarray(rest, dtype=np.float64)
-    positions, confident = smpl_targets(detection, min_visibility)
-    count = int(confident.sum())
-    if count < MIN_JOINTS:
-        raise SmplIkError(f"cannot pose a body from this person: only {count} joints were visible "
-                          f"(at least {MIN_JOINTS} are needed); try a photo showing more of the body "
-                          f"or a lower minimum visibility")
+    positions, confident = _seen_targets(detection, min_visibility)
     targets = body_targets(positions, confident, rest)
     if confident.all():
         from ..ik.ikgat import load_ikgat
@@ -345,7 +351,8 @@ def _solve_root_translation(points, observed, weights, camera):
     return np.linalg.lstsq(a * w[:, None], b * w, rcond=None)[0]
 
 
-def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=0.5):
+def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=0.5, start=None,
+                 iterations=FIT_ITERATIONS):
     """Fit a body with rest joints `rest` (24, 3) to a Detection through `camera`; returns an
     ImageFit. body (a BodyModel, optional) and its betas give the surface points the face, heel,
     toe and finger keypoints stand for (without it only joints are fitted).
@@ -363,12 +370,21 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
       weigh as much as PRIOR_EQUALS of the diagonal in the image.
     Knees and elbows are kept inside the joint ranges after every step
     (models.ik.refine.JOINT_LIMITS). The body's size is its shape's: the depth comes from how
-    large the person is in the image. SmplIkError when too little of the person is visible."""
+    large the person is in the image. SmplIkError when too little of the person is visible.
+
+    start: None (the lift above), or a pose (local_rot (24, 3, 3), trans (3,)) in the camera's
+    frame to start from instead, such as the fit of a video's previous frame (a warm start):
+    no lift is solved, the prior pulls toward that pose, the depth term toward this
+    detection's own 3D landmarks (body_targets) and the robust scale starts narrow, so a few
+    `iterations` (the most descent steps taken) suffice. The ImageFit's `start` is then a
+    PhotoPose of method "warm" (that pose, and the detection's targets put at its pelvis)."""
     from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
     from ..ik.refine import clamp_to_limits
 
     rest = np.asarray(rest, dtype=np.float64)
-    start = pose_from_detection(detection, rest, min_visibility)
+    warm = start is not None
+    start = _warm_start(detection, rest, min_visibility, start) if warm else \
+        pose_from_detection(detection, rest, min_visibility)
     points, kept = _body_points(rest, body, betas)
     landmarks = np.array([KEYPOINTS[k][0] for k in kept])
     observed = np.asarray(detection.image_xy, dtype=np.float64)[landmarks]
@@ -391,6 +407,8 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     start_t = np.swapaxes(start.local_rot[1:], -1, -2)
     seen = np.flatnonzero(start.confident)
     lifted = forward_kinematics(start.local_rot, rest, PARENTS, start.trans).positions
+    if warm:   # the detection's own depths, about the start's pelvis
+        lifted = np.where(np.isfinite(start.targets), start.targets, lifted)
     lifted_depth = lifted[seen, 2] - lifted[0, 2]
 
     def residuals(local_b, trans_b):
@@ -411,11 +429,12 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     eye = np.eye(3)
     damping = 1e-3
     err, prior = residuals(local[None], trans[None])
-    iterations = 0
-    for iterations in range(1, FIT_ITERATIONS + 1):
+    taken = 0
+    for taken in range(1, int(iterations) + 1):
         dist = np.linalg.norm(err[0], axis=1)
-        # the robust scale starts wide (the start can be far off everywhere) and narrows
-        scale = ROBUST_SCALE * max(1.0, 8.0 * 0.7 ** (iterations - 1))
+        # the robust scale starts wide (the start can be far off everywhere) and narrows; a
+        # warm start is near already
+        scale = ROBUST_SCALE * (1.0 if warm else max(1.0, 8.0 * 0.7 ** (taken - 1)))
         robust = 1.0 / (1.0 + (dist / scale) ** 2)
         r0, cost = total(err, prior, robust)
         # candidates: each joint's rotation turned by STEP_EPS about each axis (the root in the
@@ -460,7 +479,22 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     return ImageFit(local_rot=local, trans=trans, joints=fk.positions, projected=camera.project(fk.positions),
                     camera=camera, confident=start.confident, keypoint_error_px=error_px,
                     keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=start,
-                    iterations=iterations)
+                    iterations=taken)
+
+
+def _warm_start(detection, rest, min_visibility, pose):
+    """The PhotoPose a warm start stands for: `pose` (local_rot, trans) as given, the joints
+    the detection shows confident, and their body_targets (the detection's own 3D directions
+    at the body's bone lengths) moved to the pose's pelvis. SmplIkError when too few joints
+    are seen, as pose_from_detection."""
+    local_rot, trans = (np.asarray(a, dtype=np.float64) for a in pose)
+    if local_rot.shape != (NUM_JOINTS, 3, 3) or trans.shape != (3,):
+        raise SmplIkError(f"a warm start is local_rot (24, 3, 3) and trans (3,); got {local_rot.shape}, {trans.shape}")
+    positions, confident = _seen_targets(detection, min_visibility)
+    placed = body_targets(positions, np.ones(NUM_JOINTS, dtype=bool), rest)
+    pelvis = forward_kinematics(local_rot, rest, PARENTS, trans).positions[0]
+    targets = np.where(confident[:, None], placed - placed[0] + pelvis, np.nan)
+    return PhotoPose(local_rot=local_rot, trans=trans, method="warm", confident=confident, targets=targets)
 
 
 @dataclass(frozen=True, eq=False)
