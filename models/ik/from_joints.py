@@ -150,7 +150,7 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
         method = "smplik"
     if options.smooth > 0:
         local, trans = smooth_poses(local, trans, options.smooth)
-        notes.append(f"smoothed over {options.smooth:g} frames (sigma)")
+        notes.append(f"smoothed (Gaussian, sigma {options.smooth:g} frames)")
     posed = forward_kinematics(local, rest, PARENTS, trans).positions
     given = [JOINT_INDEX[n] for n in JOINT_NAMES if layout.direct(n)]
     error = 1e3 * float(np.linalg.norm(posed[:, given] - smpl_joints[:, given], axis=-1).mean())
