@@ -32,6 +32,7 @@ DEFAULT_FPS = 30.0
 # The file's motion is the truth: no balance or feet kept planted over it; knees and elbows
 # stay in their ranges, hands out of the trunk.
 REFINE = RefineOptions(plant_feet=False, balance=False, iterations=20)
+IKGAT_CHUNK = 2048      # frames IK-GAT solves at once (its activations grow with the batch)
 SOFT_TOLERANCE = 0.02   # metres: a layout's joint sits only near SMPL's, so a soft pin this far off is met
 
 
@@ -141,10 +142,13 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
         raise SmplIkError(f"{path}: {exc}") from None
     rest = body.rest_joints(shape.betas)
     if layout.complete:
-        local = load_ikgat()(smpl_joints, rest)
+        ikgat, chunks = load_ikgat(), []
+        for start in range(0, len(smpl_joints), IKGAT_CHUNK):
+            chunks.append(ikgat(smpl_joints[start:start + IKGAT_CHUNK], rest))
+            progress(min(start + IKGAT_CHUNK, len(smpl_joints)) / len(smpl_joints))
+        local = np.concatenate(chunks)
         trans = smpl_joints[:, 0] - rest[0]
         method = "ikgat"
-        progress(1.0)
     else:
         local, trans = _solve_smplik(layout, smpl_joints, joints, rest, progress)
         method = "smplik"

@@ -165,12 +165,13 @@ def test_seventeen_joints_are_told_apart(open_body):
 
 
 def test_smoothing_calms_a_noisy_file(open_body):
-    """Joints with 1 cm of white noise: each frame's rotations follow the noise. A Gaussian
-    of sigma 2 frames passes a fraction sum(d^2) / sum([1, -2, 1]^2) of white noise's second
-    differences' variance (d: the kernel's own second difference), 0.0074 for sigma 2, so
-    their RMS falls to about 0.09 of the noise's: the smoothed rotations' acceleration must
-    fall at least 4-fold (what the motion itself accelerates, and the noise not being white
-    through the solve, leave room)."""
+    """Joints with 1 cm of white noise on a still pose: each frame's rotations follow the
+    noise, so any acceleration is the noise's. A Gaussian of sigma 2 frames leaves white
+    noise's second differences an RMS of sqrt(sum(d^2) / sum([1, -2, 1]^2)) of what they were
+    (d: the kernel's own second difference), 0.032 for sigma 2; through the solve the noise
+    is not quite white (each frame is solved on its own, nonlinearly), so the smoothed
+    rotations' acceleration must fall to within 3 times that ratio (measured: about the ratio
+    itself)."""
     from models.motion.temporal import gaussian_kernel
 
     betas, local, trans = motion(open_body, seed=5, frames=40)
@@ -187,7 +188,7 @@ def test_smoothing_calms_a_noisy_file(open_body):
     d = np.convolve(gaussian_kernel(2.0), [1.0, -2.0, 1.0])
     white = np.sqrt(np.sum(d ** 2) / 6.0)
     ratio = acceleration(smooth) / acceleration(raw)
-    assert white < 0.15 and ratio < 0.25, (white, ratio)
+    assert ratio < 3.0 * white, (white, ratio)
 
 
 # --- bad input -------------------------------------------------------------------------------
