@@ -126,3 +126,17 @@ def test_the_import_menu_and_the_panel_offer_it():
 
     panel = next(c for c in bpy.types.Panel.__subclasses__() if c.__name__ == "SMPL_IK_PT_body")
     assert "smpl_ik.import_joints" in inspect.getsource(panel.draw)
+
+
+def test_one_undo_takes_the_import_back(tmp_path):
+    """The operator's UNDO flag: the import is one step (pushed here as the UI pushes it), and
+    one undo leaves the scene as it was before, with no body, action or mesh left."""
+    _, joints, _ = figure(frames=3)
+    np.save(tmp_path / "step.npy", joints)
+    bpy.ops.ed.undo_push(message="before the import")
+    before = data_counts()
+    assert bpy.ops.smpl_ik.import_joints(filepath=str(tmp_path / "step.npy")) == {"FINISHED"}
+    assert data_counts() != before
+    bpy.ops.ed.undo_push(message="Import Joint Positions")
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    assert data_counts() == before
