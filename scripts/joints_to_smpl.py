@@ -83,7 +83,8 @@ def main(argv=None):
     ap.add_argument("--format", default="npz", choices=("npz", "bvh"),
                     help="npz: AMASS-style SMPL motion (default); bvh: SMPL's skeleton in centimetres")
     ap.add_argument("--smooth", type=float, default=0.0, metavar="SIGMA",
-                    help="Gaussian smoothing of the solved rotations and translation, sigma in frames (default 0: none)")
+                    help="Gaussian smoothing of the solved rotations and translation, sigma in frames "
+                         "(default 0: none)")
     ap.add_argument("--units", default="m", help=f"the files' length unit: {', '.join(LENGTH_UNITS)} or metres per "
                                                  "unit (default m)")
     ap.add_argument("--up-axis", choices=tuple(UP_AXES), help="the files' up axis: Y, Z, or -Y (y down, image-style); "

@@ -34,6 +34,7 @@ DEFAULT_FPS = 30.0
 REFINE = RefineOptions(plant_feet=False, balance=False, iterations=20)
 IKGAT_CHUNK = 2048      # frames IK-GAT solves at once (its activations grow with the batch)
 SOFT_TOLERANCE = 0.02   # metres: a layout's joint sits only near SMPL's, so a soft pin this far off is met
+LOOK_AT_TOLERANCE = 0.1   # radians: a head top is no exact axis either
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class JointMotion:
                           path=self.path, body_model=body_model, up_axis="Y")
 
     def describe(self):
-        return (f"{self.layout.layout.label} ({self.layout.reason}) by {'IK-GAT' if self.method == 'ikgat' else 'SMPL-IK'}: "
+        solver = "IK-GAT" if self.method == "ikgat" else "SMPL-IK"
+        return (f"{self.layout.layout.label} ({self.layout.reason}) by {solver}: "
                 f"body {self.height_m:.2f} m tall, joints within {self.error_mm:.1f} mm on average"
                 + "".join(f"; {n}" for n in self.notes))
 
@@ -95,7 +97,7 @@ def layout_effectors(layout, smpl_joints, file_joints):
                             soft=True, tolerance=SOFT_TOLERANCE))
     for name, (axis, target) in (layout.look_at or {}).items():
         out.append(Effector(name, EffectorKind.LOOK_AT, tuple(file_joints[layout.joint(target)]), axis=axis,
-                            weight=APPROXIMATE_WEIGHT, soft=True, tolerance=0.1))
+                            weight=APPROXIMATE_WEIGHT, soft=True, tolerance=LOOK_AT_TOLERANCE))
     return out
 
 
