@@ -165,7 +165,7 @@ class _Reader:
         self.capture = cv2.VideoCapture(str(self.path))
         if not self.capture.isOpened():
             self.capture.release()
-            raise SmplIkError(f"{self.path.name}: not a video OpenCV can read")
+            raise SmplIkError(f"{self.path.name}: not a video OpenCV can read (not a video file, or one with no frames)")
         self.width = int(self.capture.get(cv2.CAP_PROP_FRAME_WIDTH))
         self.height = int(self.capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
         fps = float(self.capture.get(cv2.CAP_PROP_FPS) or 0.0)

@@ -1,0 +1,254 @@
+"""Pose from video: the filters and foot locking on synthetic motion; tracking, fitting and
+locking on a video written from a shared photo (when mediapipe and ../shared/data are here);
+scripts/video_to_smpl.py on a folder, locally and on a dask cluster; bad input."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
+from models.core.skeleton import JOINT_INDEX, NUM_JOINTS, PARENTS
+from models.photo import video
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+import video_clips  # noqa: E402
+
+FEET_JOINTS = [JOINT_INDEX[n] for n in ("left_ankle", "left_foot", "right_ankle", "right_foot")]
+
+
+def needs_video():
+    if importlib.util.find_spec("mediapipe") is None or importlib.util.find_spec("cv2") is None:
+        pytest.skip("the photo packages (mediapipe, opencv) are not installed: pip install --no-deps -r "
+                    "requirements-photo.txt")
+    if not video_clips.PHOTO.exists():
+        pytest.skip(f"../shared/data/images/{video_clips.PHOTO.name} is not here (the test video is made from it)")
+
+
+# --- the filters, without a detector ---------------------------------------------------------
+
+def test_one_euro_smooths_a_still_signal_and_follows_a_moving_one(rng):
+    """Held still with the noise of a keypoint (1.4 px on a person 700 px across, in the units
+    the filter sees: box diagonals) the noise comes out halved or better; moving at a steady
+    1 unit/s the
+    filter trails by little (its cutoff rises with the speed), far less than a fixed filter
+    as smooth at rest would (time constant 1 / (2 pi 1.5 Hz) = 0.11 s: 0.11 units behind)."""
+    times = np.arange(90) / 30.0
+    still = 0.002 * rng.normal(size=(90, 4))
+    f = video.OneEuro()
+    out = np.array([f(v, t) for v, t in zip(still, times)])
+    assert out[30:].std() < 0.5 * still[30:].std()
+    f = video.OneEuro()
+    ramp = np.array([f(np.array([t]), t)[0] for t in times])
+    assert np.abs(ramp[30:] - times[30:]).max() < 0.03
+
+
+def test_contacts_and_locking_hold_standing_feet(open_body, rng):
+    """A body standing still whose root slides 4 mm a frame with 3 mm of noise (a fit that
+    skates): both feet are found in contact (low and slow: 0.12 m/s is under CONTACT_SPEED),
+    and after locking the ankles and balls move under 0.5 mm a frame (the refinement holds
+    them to LOCK_TOLERANCE, 1 mm, and a contact run's lock does not move), where they slid 4."""
+    count = 30
+    rest = open_body.rest_joints(np.zeros(10))
+    local = np.broadcast_to(np.eye(3), (count, NUM_JOINTS, 3, 3)).copy()
+    trans = np.zeros((count, 3))
+    trans[:, 0] = 0.004 * np.arange(count)
+    trans += 0.003 * rng.normal(size=(count, 3))
+    trans[:, 2] -= 4.0                      # 4 m in front of the camera
+    joints = forward_kinematics(local, rest, PARENTS, trans).positions
+    up = video._up(joints)
+    assert up[1] > 0.99
+    contact, floor = video.foot_contacts(joints, 30.0, up)
+    assert contact.all()
+    before = video.skate_mm_per_frame(joints, contact)
+    locked_rot, locked_trans = video.lock_feet(local, trans, rest, contact)
+    after = forward_kinematics(locked_rot, rest, PARENTS, locked_trans).positions
+    assert before > 3.0
+    assert video.skate_mm_per_frame(after, contact) < 0.5
+    assert np.abs(after[:, FEET_JOINTS] - after[:1, FEET_JOINTS]).max() < 2e-3
+
+
+def test_a_swinging_foot_is_not_in_contact(open_body):
+    """A foot lifted 20 cm and moving 1.5 m/s is off the floor: not in contact; the other,
+    still on it, is."""
+    count = 20
+    rest = open_body.rest_joints(np.zeros(10))
+    joints = np.broadcast_to(rest, (count, NUM_JOINTS, 3)).copy()
+    swing = [JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]]
+    joints[:, swing, 1] += 0.2
+    joints[:, swing, 2] += (1.5 / 30.0) * np.arange(count)[:, None]
+    contact, _ = video.foot_contacts(joints, 30.0, np.array([0.0, 1.0, 0.0]))
+    assert not contact[:, 0].any() and contact[:, 1].all()
+
+
+def test_video_scene_levels_the_floor(open_body):
+    """A motion seen by a camera tilted 20 degrees down: the scene turns it upright (the floor's
+    up becomes +Y) and puts the feet at their rest height on its floor."""
+    from models.core.rotations import axis_angle_to_matrix, unit
+    from models.photo.fit import SHINS
+
+    rest = open_body.rest_joints(np.zeros(10))
+    tilt = axis_angle_to_matrix(np.array([np.radians(20.0), 0.0, 0.0]))
+    local = np.broadcast_to(np.eye(3), (5, NUM_JOINTS, 3, 3)).copy()
+    local[:, 0] = tilt
+    trans = np.array([0.3, -0.5, -4.0]) + np.zeros((5, 3))
+    joints = forward_kinematics(local, rest, PARENTS, trans).positions
+    up = video._up(joints)   # the shins' direction, which at rest leans a few degrees off +Y
+    assert np.degrees(np.arccos(up @ tilt @ [0.0, 1.0, 0.0])) < 6.0
+    _, floor = video.foot_contacts(joints, 30.0, up)
+    motion = video.VideoMotion(local_rot=local, trans=trans, joints=joints, betas=np.zeros(10), fps=30.0,
+                               frames=np.arange(5), contact=np.ones((5, 2), bool), camera=None, notes=(),
+                               up=up, floor=floor)
+    scene = video.video_scene(motion, rest)
+    placed = forward_kinematics(scene.local_rot, rest, PARENTS, scene.trans).positions
+    np.testing.assert_allclose(placed[:, 0, [0, 2]], 0.0, atol=1e-9)           # the pelvis above the origin
+    assert placed[:, FEET_JOINTS, 1].min() == pytest.approx(rest[FEET_JOINTS, 1].min(), abs=1e-9)
+    np.testing.assert_allclose(unit(np.mean([placed[0, k] - placed[0, a] for a, k in SHINS], axis=0)),
+                               [0.0, 1.0, 0.0], atol=1e-9)                         # the shins stand upright
+    # the camera sees the scene as it saw the motion
+    back = (placed - scene.camera_position) @ scene.camera_rotation
+    np.testing.assert_allclose(back, joints, atol=1e-9)
+
+
+# --- a video of a standing person ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def standing(tmp_path_factory):
+    """The standing clip (24 frames of 720p) fitted three ways: as it comes, without foot
+    locking, and by the per-frame baseline."""
+    needs_video()
+    path = video_clips.standing_clip(tmp_path_factory.mktemp("video") / "standing.mp4")
+    runs = {name: video.pose_from_video(path, options=options) for name, options in (
+        ("temporal", video.VideoOptions()), ("unlocked", video.VideoOptions(lock_feet=False)),
+        ("baseline", video.VideoOptions(temporal=False)))}
+    return path, runs
+
+
+def test_every_frame_is_fitted_in_front_of_the_camera(standing):
+    _, runs = standing
+    motion = runs["temporal"]
+    assert motion.frames.tolist() == list(range(24)) and motion.found.all() and motion.notes == ()
+    assert motion.local_rot.shape == (24, 24, 3, 3) and motion.trans.shape == (24, 3)
+    assert motion.fps == pytest.approx(video_clips.FPS)
+    pixels = motion.camera.project(motion.joints)
+    assert (pixels[..., 0] > 0).all() and (pixels[..., 0] < 1280).all()
+    assert (pixels[..., 1] > 0).all() and (pixels[..., 1] < 720).all()
+    assert (motion.joints[..., 2] < -1.0).all()          # in front of the camera, over a metre away
+
+
+def test_standing_feet_are_in_contact_and_locked(standing):
+    """Both feet stand on the floor all clip long: found in contact on at least 90% of the
+    frames. Locked, they move under 0.5 mm a frame while in contact (a lock is held to
+    LOCK_TOLERANCE, 1 mm; it does not move within a contact run); unlocked, the fit's own
+    frame-to-frame wobble (millimetres: the keypoints' jitter through the camera) shows."""
+    _, runs = standing
+    locked, unlocked = runs["temporal"], runs["unlocked"]
+    assert locked.contact.mean(axis=0).min() >= 0.9
+    assert video.skate_mm_per_frame(locked.joints, locked.contact) < 0.5
+    assert video.skate_mm_per_frame(unlocked.joints, unlocked.contact) > 1.0
+
+
+def test_smoothed_motion_jitters_less_than_the_per_frame_baseline(standing):
+    """The baseline fits each frame alone, so detector noise reaches the joints unfiltered:
+    its acceleration is many times that of the filtered, warm-started, smoothed motion."""
+    _, runs = standing
+    assert video.acceleration_mm(runs["temporal"].joints) < 0.2 * video.acceleration_mm(runs["baseline"].joints)
+    assert not runs["baseline"].found.sum() < 24
+
+
+def test_a_range_with_a_step(standing):
+    path, _ = standing
+    motion = video.pose_from_video(path, frame_start=3, frame_end=15, step=4)
+    assert motion.frames.tolist() == [3, 7, 11] and motion.fps == pytest.approx(video_clips.FPS / 4)
+
+
+def test_cancelling_stops_at_once(standing):
+    path, _ = standing
+    calls = []
+    with pytest.raises(video.VideoCancelled):
+        video.pose_from_video(path, progress=lambda done, total: calls.append((done, total)) or done < 2)
+    assert [d for d, _ in calls] == [1, 2] and calls[0][1] == 24
+
+
+def test_person_out_of_range_names_how_many_were_found(standing):
+    path, _ = standing
+    with pytest.raises(SmplIkError, match=r"asked for person 5 .* shows"):
+        video.pose_from_video(path, person=5)
+
+
+def test_bad_files_are_named_errors(tmp_path):
+    needs_video()
+    text = tmp_path / "notes.mp4"
+    text.write_text("not a video\n")
+    with pytest.raises(SmplIkError, match="notes.mp4: not a video"):
+        video.pose_from_video(text)
+    with pytest.raises(SmplIkError, match="empty.avi: the video has no frames"):
+        video.pose_from_video(video_clips.empty_clip(tmp_path / "empty.avi"))
+    with pytest.raises(SmplIkError, match="empty.mp4: not a video"):
+        video.pose_from_video(video_clips.empty_clip(tmp_path / "empty.mp4"))
+    with pytest.raises(SmplIkError, match="no such file"):
+        video.pose_from_video(tmp_path / "missing.mp4")
+    if video_clips.PHOTO.exists():
+        with pytest.raises(SmplIkError, match="still image"):
+            video.pose_from_video(video_clips.PHOTO)
+    with pytest.raises(SmplIkError, match="step 0"):
+        video.pose_from_video(text, step=0)
+
+
+def test_warm_start_lands_where_the_cold_fit_does():
+    """fit_to_image warm-started from its own cold fit of the same photo stays on it: a few
+    steps, its keypoints as close to the detector's (within half a pixel, median)."""
+    needs_video()
+    from models.body.model import load_body_model
+    from models.photo.camera import default_camera
+    from models.photo.detect import detect_people, read_image
+    from models.photo.fit import fit_to_image
+
+    rgb = read_image(video_clips.PHOTO)
+    person = detect_people(rgb)[0]
+    body = load_body_model()
+    rest = body.rest_joints(np.zeros(10))
+    camera = default_camera(rgb.shape[1], rgb.shape[0])
+    cold = fit_to_image(person, rest, camera, body=body)
+    warm = fit_to_image(person, rest, camera, body=body, start=(cold.local_rot, cold.trans), iterations=3)
+    assert warm.iterations <= 3 and warm.start.method == "warm"
+    assert np.nanmedian(warm.keypoint_error_px) < np.nanmedian(cold.keypoint_error_px) + 0.5
+    assert np.abs(warm.joints - cold.joints).max() < 0.05
+
+
+# --- scripts/video_to_smpl.py -----------------------------------------------------------------
+
+def run_script(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "video_to_smpl.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_a_folder_on_a_dask_cluster_gives_one_file_per_clip(tmp_path):
+    """Two clips (one in a sub-folder) and a broken file, on a local dask cluster of two
+    workers: a motion file per clip, in SMPL's frame at the video's rate over the step, and
+    none for the broken file (exit status 1, no partial file left)."""
+    needs_video()
+    pytest.importorskip("dask.distributed")
+    clips = tmp_path / "clips"
+    (clips / "sub").mkdir(parents=True)
+    video_clips.standing_clip(clips / "a.mp4", frames=6)
+    video_clips.standing_clip(clips / "sub" / "b.mp4", frames=6, seed=1)
+    (clips / "broken.mp4").write_text("not a video\n")
+    out = tmp_path / "out"
+    r = run_script(clips, "--out", out, "--executor", "dask", "--jobs", "2", "--step", "2")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "2 of 3 videos fitted" in r.stdout and "broken.mp4: not a video" in r.stdout
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written == ["a.npz", "sub/b.npz"]
+    for name in written:
+        with np.load(out / name, allow_pickle=False) as f:
+            assert f["poses"].shape == (3, 72) and f["trans"].shape == (3, 3)
+            assert float(f["mocap_framerate"]) == pytest.approx(video_clips.FPS / 2)
+            assert str(f["up_axis"]) == "Y" and f["source_frames"].tolist() == [0, 2, 4]
+            assert f["contact"].shape == (3, 2) and f["camera_rotation"].shape == (3, 3)
+    again = run_script(clips / "a.mp4", "--out", out)
+    assert again.returncode == 0 and "skipped" in again.stdout
