@@ -289,7 +289,7 @@ def _read_csv(path, text):
 def _read_json(path, text):
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SmplIkError(f"{path}: not valid JSON ({exc})") from None
     fps = None
     if isinstance(data, dict):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models.body.measure import measure
 from models.core.errors import SmplIkError
@@ -284,3 +286,38 @@ def test_script_help_is_true():
     for name in LAYOUTS:
         assert name in r.stdout
 
+
+
+@pytest.fixture(scope="module")
+def valid_files(open_body, tmp_path_factory):
+    """One valid file of each format, as bytes: {suffix: bytes}."""
+    betas, local, trans = motion(open_body, seed=10, frames=3)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    paths = write_formats(tmp_path_factory.mktemp("valid"), truth)
+    return {p.suffix: p.read_bytes() for p in (paths["npy"], paths["npz"], paths["csv"], paths["json"])}
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_reader_never_crashes_on_damaged_files(valid_files, tmp_path, data):
+    """Truncated, bit-flipped or random bytes in any format: a JointFile of finite numbers or
+    SmplIkError naming the file, never another exception."""
+    suffix = data.draw(st.sampled_from(sorted(valid_files)))
+    raw = bytearray(valid_files[suffix])
+    how = data.draw(st.sampled_from(["truncate", "flip", "random"]))
+    if how == "truncate":
+        raw = raw[:data.draw(st.integers(0, len(raw) - 1))]
+    elif how == "flip":
+        for at in data.draw(st.lists(st.integers(0, len(raw) - 1), min_size=1, max_size=8)):
+            raw[at] ^= 1 << data.draw(st.integers(0, 7))
+    else:
+        raw = bytearray(data.draw(st.binary(max_size=300)))
+    path = tmp_path / f"damaged{suffix}"
+    path.write_bytes(bytes(raw))
+    try:
+        read = read_joint_file(path)
+    except SmplIkError as exc:
+        assert str(exc).startswith(str(path)), exc
+    else:
+        assert np.isfinite(read.joints).all() and read.joints.ndim == 3 and read.joints.shape[2] == 3
