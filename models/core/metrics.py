@@ -1,6 +1,7 @@
 """How far estimated joints are from true ones: mean joint errors (aligned on a root, or after
-the best similarity transform), angles between directions, and the fraction of 2D points near
-their true places. Both sides in one frame and unit (metres, pixels); the benchmarks use them.
+the best similarity transform), angles between directions, the fraction of 2D points near
+their true places, and over time the error in acceleration and how far feet slide while in
+contact. Both sides in one frame and unit (metres, pixels); the benchmarks use them.
 """
 import numpy as np
 
@@ -18,17 +19,46 @@ def aligned_error(p, g, p_origin=None, g_origin=None):
 
 
 def procrustes_error(p, g):
-    """Mean joint error of p (J, 3) against g (J, 3) after the best similarity transform of p
-    onto g (rotation, uniform scale, translation; no reflection), in the positions' unit."""
+    """Mean joint error of p (..., J, 3) against g (..., J, 3) after the best similarity
+    transform of p onto g (rotation, uniform scale, translation; no reflection), each pose on
+    its own; (...,) in the positions' unit."""
     p, g = np.asarray(p, dtype=np.float64), np.asarray(g, dtype=np.float64)
-    a, b = p - p.mean(0), g - g.mean(0)
-    u, sv, vt = np.linalg.svd(b.T @ a)
+    a, b = p - p.mean(-2, keepdims=True), g - g.mean(-2, keepdims=True)
+    u, sv, vt = np.linalg.svd(np.swapaxes(b, -1, -2) @ a)
     d = np.sign(np.linalg.det(u @ vt))
-    sv[-1] *= d
-    u[:, -1] *= d
+    sv[..., -1] *= d
+    u[..., :, -1] *= d[..., None]
     r = u @ vt
-    scale = sv.sum() / (a * a).sum()
-    return np.linalg.norm(scale * a @ r.T - b, axis=-1).mean()
+    scale = sv.sum(-1) / (a * a).sum((-1, -2))
+    return np.linalg.norm(scale[..., None, None] * a @ np.swapaxes(r, -1, -2) - b, axis=-1).mean(-1)
+
+
+def acceleration_error(p, g):
+    """Mean over frames and joints of |second difference of p - second difference of g| for
+    tracks p, g (T, J, 3) (or (T, 3)) sampled at one rate: in the positions' unit per frame
+    squared. A frame with NaN in either (missing, or a gap between clips laid end to end)
+    leaves out the three second differences it enters; NaN when none is left."""
+    p, g = np.asarray(p, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    if len(p) < 3:
+        return float("nan")
+    error = np.linalg.norm(np.diff(p, n=2, axis=0) - np.diff(g, n=2, axis=0), axis=-1)
+    error = error[np.isfinite(error)]
+    return float(error.mean()) if error.size else float("nan")
+
+
+def foot_skating(feet, contact, up=(0.0, 1.0, 0.0)):
+    """How far feet slide while in contact: the mean horizontal distance (across `up` (3,))
+    a foot point (feet (T, K, 3)) moves from one frame to the next where `contact` (T, K)
+    bool says it is in contact on both; in the positions' unit per frame. NaN positions
+    (missing frames) leave their steps out; NaN when no step is left."""
+    feet = np.asarray(feet, dtype=np.float64)
+    up = np.asarray(up, dtype=np.float64) / np.linalg.norm(up)
+    step = np.diff(feet, axis=0)
+    step = step - (step @ up)[..., None] * up
+    both = np.asarray(contact, dtype=bool)
+    moved = np.linalg.norm(step, axis=-1)[both[1:] & both[:-1]]
+    moved = moved[np.isfinite(moved)]
+    return float(moved.mean()) if moved.size else float("nan")
 
 
 def angle_deg(a, b):

@@ -1,0 +1,221 @@
+"""Benchmark pose from video on clips rendered from motion capture, where the truth is known:
+the video pipeline (models.photo.video.pose_from_video) against its per-frame baseline, in one
+run over the same videos.
+
+    python scripts/benchmark_video.py --data BVH_DIR --json OUT [--max-frames N] [--clips NAME ...]
+        [--frames-per-clip 150] [--resolution 1280 720] [--engine WORKBENCH] [--cache out/video_clips]
+
+Clips: the BVH files named by --clips in BVH_DIR, else those of BVH_DIR no shipped network was
+trained on (their weights' records, as scripts/benchmark.py --held-out-only), in name order;
+each gives --frames-per-clip frames from its first, taken while --max-frames (the run's total)
+allows. On the shared data that means ../shared/data/mocap/cmu_varied's held-out 002_05,
+003_02, 005_07, 005_16 and every m21 clip: nobody tuned the pipeline on them.
+
+Each clip is rendered once by scripts/render_motion_video.py (the open body with the actor's
+retargeted shape, a fixed camera whose lens is the default one the pipeline assumes; its
+docstring says the rest) into the --cache folder, which reruns read instead. The pipeline fits
+the open neutral body at zero betas, as a user's run would, so the joint errors include the
+shape's.
+
+Methods: video, VideoOptions() (tracking, filters, foot locking); per_frame,
+VideoOptions(temporal=False). Figures, every joint, in the camera's frame (+X right, +Y up,
+camera at the origin looking down -Z), over every frame of every clip (a frame the person was
+not found on carries the pose the pipeline gave it):
+  mpjpe_mm      mean joint distance after moving both pelvises to the origin (mm)
+  pa_mpjpe_mm   the same after each frame's best similarity transform (mm)
+  accel_mm      acceleration error of the pelvis-aligned joints (mm/frame^2; the clips run at
+                about 30 fps): models.core.metrics.acceleration_error
+  accel_camera_mm  the same without the alignment (the root's jitter in depth counts too)
+  skate_mm      how far a foot joint (left_foot, right_foot: the ball) moves across the true
+                floor from frame to frame where the truth has that foot in contact on both
+                (mm/frame): models.core.metrics.foot_skating; `truth` gives the truth's own
+  fps           frames a second end to end: decoding, detecting and fitting, wall clock, on
+                whatever the machine is also doing
+  found         share of frames the person was detected and fitted on
+Writes JSON {"frames": N, "clips": [...], "data": DIR, "render": {...}, "truth": {...},
+"methods": {"video": {...}, "per_frame": {...}}, "per_clip": [...]} atomically and prints a
+table.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # the machines these run on are shared
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
+
+from benchmark import trained_clips  # noqa: E402
+from models.core.files import write_json  # noqa: E402
+from models.core.metrics import acceleration_error, aligned_error, foot_skating, procrustes_error  # noqa: E402
+from models.core.skeleton import JOINT_INDEX  # noqa: E402
+from models.ik.nn import WEIGHTS_DIR  # noqa: E402
+from models.motion.bvh import find_bvh_files  # noqa: E402
+from render_motion_video import FOOT_JOINTS, RenderOptions, render_clip  # noqa: E402
+
+FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "accel_camera_mm", "skate_mm", "fps", "found")
+FEET = [JOINT_INDEX[n] for n in FOOT_JOINTS]
+
+
+def choose_clips(data, names=None, weights_dir=WEIGHTS_DIR):
+    """BVH paths to benchmark: `names` (file names or stems) in `data`, else the files of
+    `data` no network in weights_dir trained on, sorted by name."""
+    files = sorted((f.path for f in find_bvh_files([data]).found), key=lambda p: p.name)
+    if names:
+        wanted = {Path(n).stem for n in names}
+        files = [f for f in files if f.stem in wanted]
+        missing = wanted - {f.stem for f in files}
+        if missing:
+            raise SystemExit(f"{data}: no clip named {', '.join(sorted(missing))}")
+    else:
+        trained = trained_clips(weights_dir)
+        files = [f for f in files if f.name not in trained and not f.stem.endswith("_t")]   # m21_data_t: a T-pose
+    if not files:
+        raise SystemExit(f"{data}: no BVH clips to benchmark on")
+    return files
+
+
+def frame_budget(count, per_clip, max_frames):
+    """Frames for each of `count` clips: per_clip each while the total stays within
+    max_frames (None: no cap); clips left with fewer than 3 frames are dropped."""
+    out, left = [], max_frames if max_frames is not None else per_clip * count
+    for _ in range(count):
+        take = min(per_clip, left)
+        if take < 3:
+            break
+        out.append(take)
+        left -= take
+    return out
+
+
+def joined(tracks):
+    """Tracks (T_i, ...) laid end to end with one NaN frame between clips, so that no
+    difference spans two clips."""
+    gap = np.full((1,) + tracks[0].shape[1:], np.nan)
+    return np.concatenate([x for t in tracks for x in (t, gap)][:-1])
+
+
+def figures(predicted, truth, contact, up, seconds):
+    """The module docstring's figures (mm, mm/frame, mm/frame^2, frames a second) of predicted
+    joints (T_i, 24, 3) per clip against truth's, `contact` (T_i, 2) per clip, `up` (3,) per
+    clip, wall `seconds` per clip."""
+    p, g = np.concatenate(predicted), np.concatenate(truth)
+    pj, gj = joined(predicted), joined(truth)
+    frames = len(p)
+    # one up for all: every clip's camera is tilted alike (TILT_DEG), within float noise
+    up_all = np.mean(up, axis=0)
+    return {"mpjpe_mm": 1000.0 * float(aligned_error(p, g).mean()),
+            "pa_mpjpe_mm": 1000.0 * float(procrustes_error(p, g).mean()),
+            "accel_mm": 1000.0 * acceleration_error(pj - pj[:, :1], gj - gj[:, :1]),
+            "accel_camera_mm": 1000.0 * acceleration_error(pj, gj),
+            "skate_mm": 1000.0 * foot_skating(pj[:, FEET], joined([c.astype(float) for c in contact]) == 1, up_all),
+            "fps": frames / float(np.sum(seconds))}
+
+
+def score_clip(motion, truth):
+    """The truth's joints (T, 24, 3) on the frames `motion` (a VideoMotion) has, and its own."""
+    frames = np.asarray(motion.frames)
+    if frames.max() >= len(truth.joints):
+        raise ValueError(f"{truth.video}: the pipeline gave frame {frames.max()} of {len(truth.joints)}")
+    return np.asarray(motion.joints, dtype=np.float64), truth.joints[frames], truth.contact[frames]
+
+
+def run(clips, budget, render_options, cache, methods):
+    """{"methods": {name: figures}, "truth": {...}, "per_clip": [...], "render": {...}} for the
+    clips (paths) with `budget` frames each; methods name -> VideoOptions."""
+    from models.photo.video import pose_from_video
+
+    truths, per_clip = [], []
+    for path, frames in zip(clips, budget):
+        options = replace(render_options, frames=frames)
+        w, h = options.resolution
+        video = Path(cache) / f"{path.stem}_{options.start}+{frames}_{w}x{h}_{options.engine.lower()}.mp4"
+        started = time.perf_counter()
+        truth = render_clip(path, video, options)
+        print(f"{path.name}: {len(truth.frames)} frames ({time.perf_counter() - started:.0f} s to render or read; "
+              f"{truth.render_s_per_frame:.2f} s a frame when rendered)", flush=True)
+        truths.append(truth)
+    out = {"methods": {}, "per_clip": [{"clip": t.video.name, "bvh": Path(t.bvh).name, "frames": len(t.frames),
+                                        "source_frames": [int(t.frames[0]), int(t.frames[-1])], "fps": t.fps,
+                                        "methods": {}} for t in truths]}
+    for name, video_options in methods.items():
+        predicted, true, contacts, ups, seconds, found = [], [], [], [], [], []
+        for truth, record in zip(truths, out["per_clip"]):
+            started = time.perf_counter()
+            motion = pose_from_video(truth.video, options=video_options)
+            seconds.append(time.perf_counter() - started)
+            p, g, c = score_clip(motion, truth)
+            predicted.append(p)
+            true.append(g)
+            contacts.append(c)
+            ups.append(truth.up)
+            found.append(np.asarray(motion.found, dtype=bool) if motion.found is not None else np.ones(len(p), bool))
+            record["methods"][name] = {**figures([p], [g], [c], [truth.up], [seconds[-1]]),
+                                       "found": float(found[-1].mean())}
+            print(f"  {name} on {truth.video.name}: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in record["methods"][name].items()), flush=True)
+        out["methods"][name] = {**figures(predicted, true, contacts, ups, seconds),
+                                "found": float(np.concatenate(found).mean())}
+    gj = joined([t.joints for t in truths])
+    contact = joined([t.contact.astype(float) for t in truths]) == 1
+    out["truth"] = {"skate_mm": 1000.0 * foot_skating(gj[:, FEET], contact, np.mean([t.up for t in truths], 0)),
+                    "contact_share": float(np.mean(np.concatenate([t.contact for t in truths])))}
+    out["render"] = {**render_options.key(), "s_per_frame": [t.render_s_per_frame for t in truths]}
+    out["render"].pop("frames")
+    return out
+
+
+def rounded(value, digits=3):
+    if isinstance(value, float):
+        return round(value, digits) if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, digits) for v in value]
+    return value
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="a folder of BVH clips (or one clip)")
+    ap.add_argument("--json", required=True, help="where to write the figures")
+    ap.add_argument("--clips", nargs="+", help="clip names in --data (default: those no network trained on)")
+    ap.add_argument("--max-frames", type=int, help="frames in all, over the clips in order (default no cap)")
+    ap.add_argument("--frames-per-clip", type=int, default=150, help="frames of each clip (default 150)")
+    ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
+    ap.add_argument("--engine", default="WORKBENCH", help="render engine (default WORKBENCH)")
+    ap.add_argument("--threads", type=int, default=1, help="render threads (default 1)")
+    ap.add_argument("--cache", default=str(ROOT / "out" / "video_clips"), help="rendered clips (default out/video_clips)")
+    args = ap.parse_args(argv)
+    from models.photo.video import VideoOptions
+
+    clips = choose_clips(args.data, args.clips)
+    budget = frame_budget(len(clips), args.frames_per_clip, args.max_frames)
+    clips = clips[:len(budget)]
+    if not clips:
+        raise SystemExit("--max-frames leaves no clip 3 frames or more")
+    render = RenderOptions(resolution=tuple(args.resolution), engine=args.engine, threads=args.threads)
+    result = run(clips, budget, render, args.cache,
+                 {"video": VideoOptions(), "per_frame": VideoOptions(temporal=False)})
+    report = rounded({"frames": int(sum(budget)), "clips": [c.name for c in clips], "data": str(args.data),
+                      **result})
+    print(f"{report['frames']} frames of {len(clips)} clips from {args.data}")
+    print(f"{'method':12}" + "".join(f"{c:>16}" for c in FIGURES))
+    for name, r in report["methods"].items():
+        print(f"{name:12}" + "".join(f"{r[c]:>16.3f}" if r.get(c) is not None else f"{'':>16}" for c in FIGURES))
+    print(f"the truth's own skate_mm {report['truth']['skate_mm']}")
+    write_json(args.json, report)
+    print(f"wrote {args.json}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,399 @@
+"""Render a BVH clip as a video of the open body seen by a fixed camera, with its ground truth:
+the joints in the camera's frame and the feet's contacts with the floor.
+
+    python scripts/render_motion_video.py CLIP.bvh --out CLIP.mp4 [--start 0] [--frames 150]
+        [--fps 30] [--resolution 1280 720] [--engine WORKBENCH|CYCLES|EEVEE] [--samples 8]
+
+The clip is retargeted onto the open neutral body with the shape fitted to the actor
+(models.motion.retarget.retarget) and played at about --fps: every k-th source frame, k the
+whole number nearest the source's rate over --fps (60 fps BVH: every 2nd frame, 30 fps).
+The body (one plain material) stands on a grey floor before a plain background, lit by a sun;
+the camera stands still, tilted TILT_DEG down, looking at the middle of the body's motion from
+AZIMUTH_DEG to the left of where the body faces on average, as far away as it must be for the
+whole body to stay MARGIN inside the picture in every frame. Its lens is the one
+models.photo.camera.default_camera assumes for a picture of that size (55 degrees across the
+diagonal), so a pipeline that knows no better has the true camera.
+
+Frames are rendered by the bpy module in a subprocess (Workbench and EEVEE abort the whole
+process where no OpenGL can be had; nothing of Blender's is loaded into the caller) and
+written to an MP4 with OpenCV. Beside CLIP.mp4, CLIP.npz (written last, so a clip with its
+.npz is complete) holds the ground truth (ClipTruth). Both are written atomically.
+
+Frame of the ground truth: the camera's own (models/photo/camera.py: the camera at the origin
+looking along -Z, +Y up, +X right), metres. A foot is in contact in a frame when its foot joint
+(SMPL's left_foot / right_foot, the ball of the foot) is within CONTACT_HEIGHT of the height it
+has planted (foot_contacts) and moves slower than CONTACT_SPEED (the central difference).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
+
+ENGINES = {"CYCLES": "CYCLES", "WORKBENCH": "BLENDER_WORKBENCH", "EEVEE": "BLENDER_EEVEE"}
+TILT_DEG = 10.0          # the camera looks this far below the horizon
+AZIMUTH_DEG = 30.0       # ... from this far to the body's left of its mean facing: a three-quarter view
+MARGIN = 0.06            # the body stays this share of the picture's height inside its edges
+FIT_VERTEX_STEP = 7      # every 7th vertex frames the camera (the full mesh to within millimetres)
+CONTACT_HEIGHT = 0.03    # metres above the foot joint's planted height
+# The planted height: this percentile of the foot joints' heights over the clip (a walk's
+# planted ball sits 5-6 cm up, higher than standing flat-footed puts it: the mocap's shoes)
+FLOOR_PERCENTILE = 5
+CONTACT_SPEED = 0.3      # metres per second: a planted foot moves less (1 cm a frame at 30 fps)
+FOOT_JOINTS = ("left_foot", "right_foot")
+BODY_COLOUR = (0.80, 0.52, 0.40)    # linear RGB: skin-like, apart from the greys around it
+FLOOR_COLOUR = (0.45, 0.45, 0.45)
+BACKGROUND_COLOUR = (0.30, 0.33, 0.38)
+# Seconds a 1280x720 frame took on the 2-core development machine (one thread, other programs
+# running): Workbench with FXAA 1.5, with its default 8-sample anti-aliasing 5.2-6.0; Cycles on
+# the CPU at 8 samples 21; EEVEE 73 (all three run headless here, on Mesa's software OpenGL).
+WORKBENCH_AA = "FXAA"
+FORMAT_VERSION = 1       # bumped when a cached clip would no longer match what this renders
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Which frames and how: the first source frame `start`, `frames` video frames at about
+    `fps`, `resolution` (W, H) pixels, `engine` (a key of ENGINES), Cycles `samples`,
+    `threads` the renderer may use."""
+
+    start: int = 0
+    frames: int = 150
+    fps: float = 30.0
+    resolution: tuple = (1280, 720)
+    engine: str = "WORKBENCH"
+    samples: int = 8
+    threads: int = 1
+
+    def key(self):
+        """What a cached clip must have been rendered with (everything but the threads)."""
+        return {"version": FORMAT_VERSION, "start": self.start, "frames": self.frames, "fps": self.fps,
+                "resolution": list(self.resolution), "engine": self.engine, "samples": self.samples}
+
+
+@dataclass(frozen=True)
+class ClipTruth:
+    """A rendered clip and its ground truth (module docstring: camera frame, metres):
+    joints (T, 24, 3), local_rot (T, 24, 3, 3) (the root's turned into the camera's frame),
+    trans (T, 3) the root translation of forward kinematics in the camera's frame from the
+    rest joints of `betas` (10,), contact (T, 2) bool (left, right foot), up (3,) the world's
+    up in the camera's frame, frames (T,) the source BVH frame of each video frame, fps the
+    video's, camera a models.photo.camera.Camera, render_s_per_frame the mean wall seconds a
+    frame took to render and save (Blender's start not included; render_wall_s the whole
+    subprocess), key the RenderOptions.key it was made with."""
+
+    video: Path
+    bvh: str
+    joints: np.ndarray
+    local_rot: np.ndarray
+    trans: np.ndarray
+    betas: np.ndarray
+    contact: np.ndarray
+    up: np.ndarray
+    frames: np.ndarray
+    fps: float
+    camera: object
+    render_s_per_frame: float
+    render_wall_s: float
+    key: dict
+
+
+def truth_path(video):
+    return Path(video).with_suffix(".npz")
+
+
+# --- the scene, in numpy ------------------------------------------------------------------------
+def look_at(position, target, up=(0.0, 1.0, 0.0)):
+    """(3, 3) camera-to-world rotation of a camera at `position` (3,) looking at `target` (3,),
+    level (its x axis horizontal for `up`): columns the camera's +X right, +Y up, +Z backward."""
+    from models.core.rotations import unit
+
+    back = unit(np.asarray(position, float) - np.asarray(target, float))
+    right = unit(np.cross(up, back))
+    return np.stack([right, np.cross(back, right), back], axis=1)
+
+
+def frame_camera(points, facing, camera):
+    """(rotation (3, 3), position (3,)) in the world (Y up) of a camera with the intrinsics of
+    `camera` that sees all `points` (N, 3) MARGIN inside the picture: tilted TILT_DEG down,
+    AZIMUTH_DEG to the left of `facing` (3,), looking at the middle of the points' box, at the
+    least distance that fits (bisection; projection shrinks as the camera backs away)."""
+    from models.core.rotations import axis_angle_to_matrix, unit
+
+    lo, hi = points.min(0), points.max(0)
+    target = 0.5 * (lo + hi)
+    flat = unit(np.array([facing[0], 0.0, facing[2]]))
+    flat = axis_angle_to_matrix(np.array([0.0, math.radians(AZIMUTH_DEG), 0.0])) @ flat
+    tilt = math.radians(TILT_DEG)
+    away = math.cos(tilt) * flat + np.array([0.0, math.sin(tilt), 0.0])
+    rot = look_at(target + away, target)
+    pad = MARGIN * camera.height
+
+    def fits(distance):
+        pixels = camera.project((points - (target + distance * away)) @ rot)
+        return (np.isfinite(pixels).all() and pixels[:, 0].min() >= pad and pixels[:, 1].min() >= pad
+                and pixels[:, 0].max() <= camera.width - pad and pixels[:, 1].max() <= camera.height - pad)
+
+    near, far = 0.1, 100.0
+    if not fits(far):
+        raise ValueError("the motion is too large to frame from 100 m")
+    for _ in range(40):
+        mid = 0.5 * (near + far)
+        near, far = (near, mid) if fits(mid) else (mid, far)
+    return rot, target + far * away
+
+
+def foot_contacts(feet, fps):
+    """(T, 2) bool: a foot joint (feet (T, 2, 3), world, Y up) at `fps` is in contact where it
+    is within CONTACT_HEIGHT of its planted height (the FLOOR_PERCENTILE percentile of both
+    feet's heights over the clip) and its speed (central difference, one-sided at the ends) is
+    under CONTACT_SPEED."""
+    velocity = np.gradient(feet, axis=0) * fps if len(feet) > 1 else np.zeros_like(feet)
+    low = feet[..., 1] < np.percentile(feet[..., 1], FLOOR_PERCENTILE) + CONTACT_HEIGHT
+    return low & (np.linalg.norm(velocity, axis=-1) < CONTACT_SPEED)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """What the renderer needs (world, Y up, metres) and the truth that goes with it."""
+
+    vertices: np.ndarray      # (T, V, 3) float32
+    faces: np.ndarray         # (F, 3)
+    floor: float              # the floor's height
+    rotation: np.ndarray      # (3, 3) camera to world
+    position: np.ndarray      # (3,)
+    truth: dict               # ClipTruth's arrays by name
+
+
+def build_scene(bvh, options):
+    """Scene for the clip at `bvh` rendered with RenderOptions `options` (no Blender)."""
+    from models.body.model import load_body_model
+    from models.core.kinematics import forward_kinematics
+    from models.core.rotations import axis_angle_to_matrix
+    from models.core.skeleton import JOINT_INDEX, PARENTS
+    from models.motion.bvh import read_bvh
+    from models.motion.retarget import retarget
+    from models.photo.camera import default_camera
+
+    motion = read_bvh(bvh)
+    body = load_body_model()
+    result = retarget(motion, body)
+    step = max(1, round(result.fps / options.fps))
+    frames = np.arange(options.start, result.poses.shape[0], step)[:options.frames]
+    if len(frames) < 3:
+        raise ValueError(f"{bvh}: {len(frames)} frames from frame {options.start} every {step}; at least 3 are needed")
+    rot = axis_angle_to_matrix(result.poses[frames])
+    trans = result.trans[frames]
+    rest = body.rest_joints(result.betas)
+    joints = forward_kinematics(rot, rest, PARENTS, trans).positions
+    vertices = body.forward(result.betas, rel_rotmats=rot, trans=trans).vertices
+    floor = float(vertices[..., 1].min())
+    camera = default_camera(*options.resolution)
+    facing = np.einsum("tab,b->a", rot[:, 0], np.array([0.0, 0.0, 1.0]))
+    cam_rot, cam_pos = frame_camera(vertices[:, ::FIT_VERTEX_STEP].reshape(-1, 3), facing, camera)
+
+    feet = joints[:, [JOINT_INDEX[n] for n in FOOT_JOINTS]]
+    local = rot.copy()
+    local[:, 0] = cam_rot.T @ rot[:, 0]
+    # forward kinematics puts the pelvis at rest[0] + trans, turned about nothing: in the camera
+    # frame trans' = R^T (rest[0] + trans - c) - rest[0] keeps that
+    trans_camera = (rest[0] + trans - cam_pos) @ cam_rot - rest[0]
+    truth = {"joints": (joints - cam_pos) @ cam_rot, "local_rot": local, "trans": trans_camera,
+             "betas": result.betas, "contact": foot_contacts(feet, result.fps / step),
+             "up": cam_rot.T @ np.array([0.0, 1.0, 0.0]), "frames": frames, "fps": result.fps / step,
+             "focal_px": camera.focal_px, "width": camera.width, "height": camera.height}
+    return Scene(vertices.astype(np.float32), body.faces, floor, cam_rot, cam_pos, truth)
+
+
+# --- rendering ----------------------------------------------------------------------------------
+SMPL_TO_BLENDER = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # Y up -> Z up
+
+
+def render_clip(bvh, video, options=RenderOptions(), reuse=True):
+    """Render the clip at `bvh` to the MP4 `video` with its ground truth beside it
+    (truth_path(video)) and return the ClipTruth; with `reuse`, a video already there that was
+    rendered from the same file with the same options is kept (its truth is worked out again:
+    that takes seconds, and follows this script's definitions as they are now)."""
+    from models.core.files import atomic_path
+
+    video = Path(video)
+    scene = build_scene(bvh, options)
+    source = str(Path(bvh).resolve())
+    timing = None
+    if reuse and video.exists() and truth_path(video).exists():
+        with np.load(truth_path(video), allow_pickle=False) as old:
+            if json.loads(str(old["key"])) == options.key() and str(old["bvh"]) == source:
+                timing = float(old["render_s_per_frame"]), float(old["render_wall_s"])
+    seconds, wall = timing or render_frames(scene, options, video, atomic_path)
+    with atomic_path(truth_path(video)) as partial:
+        np.savez(partial, bvh=source, render_s_per_frame=seconds, render_wall_s=wall,
+                 key=json.dumps(options.key()), **scene.truth)
+    return load_truth(video)
+
+
+def render_frames(scene, options, video, atomic_path):
+    """Render the Scene's frames in a Blender subprocess and write them to the MP4 `video`;
+    returns (mean seconds a frame, the subprocess's wall seconds)."""
+    with tempfile.TemporaryDirectory(prefix="render_motion_video_") as tmp:
+        tmp = Path(tmp)
+        job = tmp / "job.npz"
+        world = np.eye(4)
+        world[:3, :3] = SMPL_TO_BLENDER @ scene.rotation
+        world[:3, 3] = SMPL_TO_BLENDER @ scene.position
+        np.savez(job, vertices=scene.vertices @ SMPL_TO_BLENDER.T.astype(np.float32), faces=scene.faces,
+                 camera=world, floor=scene.floor, floor_centre=(SMPL_TO_BLENDER @ scene.position)[:2],
+                 lens_mm=scene.truth["focal_px"] * 36.0 / options.resolution[0],
+                 resolution=np.array(options.resolution), samples=options.samples,
+                 threads=options.threads, engine=ENGINES[options.engine])
+        env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp / "blender_user"))
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", str(job)],
+                              env=env, capture_output=True, text=True)
+        if done.returncode != 0 or len(list(tmp.glob("frame_*.png"))) != len(scene.vertices):
+            raise RuntimeError(f"rendering with {options.engine} failed (exit {done.returncode}):\n"
+                               f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        wall = time.perf_counter() - t0
+        seconds = float(np.mean(json.loads((tmp / "seconds.json").read_text())))
+        write_mp4(video, sorted(tmp.glob("frame_*.png")), scene.truth["fps"], atomic_path)
+    return seconds, wall
+
+
+def write_mp4(video, pngs, fps, atomic_path):
+    """Write the PNG frames `pngs` to the MP4 `video` (MPEG-4 Part 2) at `fps`, atomically."""
+    import cv2
+
+    first = cv2.imread(str(pngs[0]))
+    h, w = first.shape[:2]
+    with atomic_path(video) as partial:
+        writer = cv2.VideoWriter(partial, cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (w, h))
+        if not writer.isOpened():
+            raise RuntimeError(f"OpenCV cannot write MP4 files here ({video})")
+        for png in pngs:
+            writer.write(cv2.imread(str(png)))
+        writer.release()
+
+
+def load_truth(video):
+    """The ClipTruth of a clip rendered to `video` (from truth_path(video))."""
+    from models.photo.camera import Camera
+
+    with np.load(truth_path(video), allow_pickle=False) as data:
+        d = {k: data[k] for k in data.files}
+    camera = Camera(int(d["width"]), int(d["height"]), float(d["focal_px"]),
+                    float(d["width"]) / 2.0, float(d["height"]) / 2.0, "default")
+    return ClipTruth(video=Path(video), bvh=str(d["bvh"]), joints=d["joints"], local_rot=d["local_rot"],
+                     trans=d["trans"], betas=d["betas"], contact=d["contact"].astype(bool), up=d["up"],
+                     frames=d["frames"], fps=float(d["fps"]), camera=camera,
+                     render_s_per_frame=float(d["render_s_per_frame"]),
+                     render_wall_s=float(d["render_wall_s"]), key=json.loads(str(d["key"])))
+
+
+def worker(job):
+    """Inside the subprocess: render every frame of `job` (render_clip's npz) to
+    frame_NNNNN.png beside it."""
+    import bpy
+
+    import demo
+
+    with np.load(job, allow_pickle=False) as data:
+        d = {k: data[k] for k in data.files}
+    verts = d["vertices"]
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("body")
+    mesh.from_pydata(verts[0].tolist(), [], d["faces"].tolist())
+    mesh.polygons.foreach_set("use_smooth", np.ones(len(mesh.polygons), dtype=bool))
+    body = bpy.data.objects.new("body", mesh)
+    scene.collection.objects.link(body)
+    mesh.materials.append(demo.material(bpy, "body", BODY_COLOUR))
+    bpy.ops.mesh.primitive_plane_add(size=60.0, location=(*d["floor_centre"], float(d["floor"])))
+    floor = bpy.context.active_object
+    floor.data.materials.append(demo.material(bpy, "floor", FLOOR_COLOUR))
+    for obj, colour in ((body, BODY_COLOUR), (floor, FLOOR_COLOUR)):
+        obj.data.materials[0].diffuse_color = (*colour, 1.0)   # what Workbench shows
+    demo.sky(bpy, scene, BACKGROUND_COLOUR, 1.0)
+    scene.world.color = BACKGROUND_COLOUR
+
+    cam_data = bpy.data.cameras.new("camera")
+    cam_data.sensor_fit = "HORIZONTAL"
+    cam_data.sensor_width = 36.0
+    cam_data.lens = float(d["lens_mm"])
+    cam_data.clip_end = 500.0
+    cam = bpy.data.objects.new("camera", cam_data)
+    scene.collection.objects.link(cam)
+    from mathutils import Matrix
+
+    cam.matrix_world = Matrix(d["camera"].tolist())
+    scene.camera = cam
+    sun = bpy.data.objects.new("sun", bpy.data.lights.new("sun", "SUN"))
+    sun.data.energy = 3.0
+    sun.rotation_euler = (math.radians(40), math.radians(15), math.radians(-35))
+    scene.collection.objects.link(sun)
+
+    engine = str(d["engine"])
+    demo.cycles(scene, tuple(int(x) for x in d["resolution"]), int(d["samples"]))
+    scene.view_settings.view_transform = "Standard"
+    scene.view_settings.look = "None"
+    scene.render.engine = engine
+    if engine == "BLENDER_WORKBENCH":
+        shading = scene.display.shading
+        shading.light, shading.color_type = "STUDIO", "MATERIAL"
+        shading.show_shadows = True
+        scene.display.render_aa = WORKBENCH_AA
+    elif engine == "BLENDER_EEVEE":
+        scene.eevee.taa_render_samples = int(d["samples"])
+    scene.render.threads_mode = "FIXED"
+    scene.render.threads = int(d["threads"])
+    out = Path(job).parent
+    co = np.empty(verts.shape[1] * 3, np.float32)
+    seconds = []
+    for t in range(len(verts)):
+        t0 = time.perf_counter()
+        co[:] = verts[t].ravel()
+        mesh.vertices.foreach_set("co", co)
+        mesh.update()
+        scene.render.filepath = str(out / f"frame_{t:05d}.png")
+        bpy.ops.render.render(write_still=True)
+        seconds.append(time.perf_counter() - t0)
+    (out / "seconds.json").write_text(json.dumps(seconds))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("bvh", nargs="?", help="the BVH clip")
+    ap.add_argument("--out", help="the MP4 to write (its ground truth beside it, .npz)")
+    ap.add_argument("--start", type=int, default=0, help="first source frame (default 0)")
+    ap.add_argument("--frames", type=int, default=150, help="video frames (default 150)")
+    ap.add_argument("--fps", type=float, default=30.0, help="about this many frames a second (default 30)")
+    ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
+    ap.add_argument("--engine", choices=sorted(ENGINES), default="WORKBENCH",
+                    help="Workbench (default; the fastest by far), Cycles on the CPU or EEVEE")
+    ap.add_argument("--samples", type=int, default=8, help="Cycles or EEVEE samples (default 8)")
+    ap.add_argument("--threads", type=int, default=1, help="render threads (default 1)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker(args.worker)
+    if not args.bvh or not args.out:
+        ap.error("a BVH clip and --out are needed")
+    options = RenderOptions(args.start, args.frames, args.fps, tuple(args.resolution), args.engine,
+                            args.samples, args.threads)
+    truth = render_clip(args.bvh, args.out, options, reuse=False)
+    print(f"{len(truth.frames)} frames at {truth.fps:g} fps, {truth.render_s_per_frame:.2f} s a frame "
+          f"({options.engine}; {truth.render_wall_s:.1f} s in all) -> {args.out}")
+    return truth
+
+
+if __name__ == "__main__":
+    main()
