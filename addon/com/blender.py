@@ -73,8 +73,8 @@ def select_only(context, obj):
 
 def remove_created(created):
     """Remove what a failed step made (objects, then their data left without users: meshes,
-    armatures, cameras; actions; images), in the order given, so nothing is orphaned. None
-    entries are skipped."""
+    armatures, cameras; actions; images; movie clips), in the order given, so nothing is
+    orphaned. None entries are skipped."""
     for item in created:
         if item is None:
             continue
@@ -82,6 +82,8 @@ def remove_created(created):
             bpy.data.actions.remove(item)
         elif isinstance(item, bpy.types.Image):
             bpy.data.images.remove(item)
+        elif isinstance(item, bpy.types.MovieClip):
+            bpy.data.movieclips.remove(item)
         else:
             data = item.data
             bpy.data.objects.remove(item)

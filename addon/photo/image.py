@@ -187,10 +187,10 @@ def _new_body(context, person, name, world):
     return arm
 
 
-def _add_camera(context, name, camera, world, image):
+def add_camera(context, name, camera, world, image=None, clip=None):
     """A camera object `name` at `world` (4, 4, Blender; its local -Z the view, +Y up, as the
     photo's camera frame), its lens the photo's (sensor fit Auto, SENSOR_MM wide, no shift),
-    `image` as its background."""
+    `image` (a photo) or `clip` (a MovieClip: a video) as its background."""
     data = bpy.data.cameras.new(name)
     data.sensor_fit = "AUTO"
     data.sensor_width = SENSOR_MM
@@ -199,7 +199,12 @@ def _add_camera(context, name, camera, world, image):
     data.shift_x = data.shift_y = 0.0
     data.show_background_images = True
     background = data.background_images.new()
-    background.image = image
+    if clip is not None:
+        background.source = "MOVIE_CLIP"
+        background.clip = clip
+        background.use_camera_clip = False
+    else:
+        background.image = image
     background.alpha = PHOTO_ALPHA
     background.display_depth = "BACK"
     background.frame_method = "FIT"   # the render size is the photo's, so the photo fills the frame
@@ -209,7 +214,7 @@ def _add_camera(context, name, camera, world, image):
     return obj
 
 
-def _without_scale(matrix):
+def without_scale(matrix):
     m = np.array(matrix, dtype=np.float64)
     m[:3, :3] /= np.linalg.norm(m[:3, :3], axis=0)
     return m
@@ -308,7 +313,7 @@ def pose_from_image(context, arm, options):
         camera_obj = previous = None
         if options.add_camera:
             placed = world @ bridge.object_matrix(scene.camera_rotation, scene.camera_position)
-            camera_obj = _add_camera(context, name, camera, _without_scale(placed), image)
+            camera_obj = add_camera(context, name, camera, without_scale(placed), image)
             created.append(camera_obj)
     except BaseException:
         _restore_pose(arm, saved)

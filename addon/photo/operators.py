@@ -1,11 +1,13 @@
-"""Photo operators (`smpl_ik.pose_from_image`)."""
+"""Photo and video operators (`smpl_ik.pose_from_image`, `smpl_ik.pose_from_video`)."""
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
 from ...models.core.errors import SmplIkError
 from ..com.objects import body_of, is_effector
+from ..com.blender import progress_bar
 from .image import MAX_PEOPLE, MISSING, PhotoOptions, detector_available, pose_from_image
+from .video import VideoSceneOptions, pose_from_video_steps
 
 
 class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
@@ -87,5 +89,116 @@ def posed_report(result):
     return text
 
 
-classes = (SMPL_IK_OT_pose_from_image,)
+class SMPL_IK_OT_pose_from_video(bpy.types.Operator):
+    """Animate the active body (or a new one) like the person in a video: fitted frame by frame
+    through the camera it was shot with, smoothed, the feet held where they rest; that camera is
+    added with the clip as its background (Esc cancels, keeping nothing)"""
+
+    bl_idname = "smpl_ik.pose_from_video"
+    bl_label = "Pose from Video"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: StringProperty(name="Video", subtype="FILE_PATH")
+    filter_movie: BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
+    filter_folder: BoolProperty(default=True, options={"HIDDEN", "SKIP_SAVE"})
+    frame_start: IntProperty(name="First Frame", default=0, min=0,
+                             description="The video's first frame used (counted from 0)")
+    frame_end: IntProperty(name="Last Frame", default=-1, min=-1,
+                           description="The video's last frame used (-1: to the end)")
+    step: IntProperty(name="Step", default=1, min=1, description="Use every step-th frame")
+    person: IntProperty(name="Person", default=1, min=1, max=MAX_PEOPLE,
+                        description="Which person, by size on the first frame with people (1: the largest)")
+    smooth: BoolProperty(name="Smooth", default=True,
+                         description="Filter the keypoints (One Euro) and smooth the fitted poses")
+    lock_feet: BoolProperty(name="Lock Feet", default=True,
+                            description="Hold a foot where it rests while it is on the floor (no skating)")
+    field_of_view: FloatProperty(name="Field of View", default=0.0, min=0.0, max=170.0,
+                                 description="The camera's field of view across the diagonal, degrees "
+                                             "(0: the default 55, as for a photo without EXIF)")
+    camera: BoolProperty(name="Add Camera", default=True,
+                         description="Add the camera the video was shot with, the clip as its background, as "
+                                     "the scene's camera (the render size set to the video's)")
+    set_frame_rate: BoolProperty(name="Use Video's Frame Rate", default=True,
+                                 description="Set the scene's frame rate to the video's, so the clip and the "
+                                             "keys play in step")
+
+    run_modal: BoolProperty(default=False, options={"HIDDEN", "SKIP_SAVE"})
+
+    def invoke(self, context, event):
+        if not detector_available():
+            self.report({"ERROR"}, MISSING)
+            return {"CANCELLED"}
+        self.run_modal = context.window is not None   # from the interface: progress shown, Esc cancels
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _steps(self, context):
+        obj = context.active_object
+        arm = body_of(obj.smpl_ik_effector.body if is_effector(obj) else obj)
+        return pose_from_video_steps(context, arm, VideoSceneOptions(
+            filepath=self.filepath, frame_start=self.frame_start, frame_end=self.frame_end, step=self.step,
+            person=self.person, smooth=self.smooth, lock_feet=self.lock_feet, field_of_view=self.field_of_view,
+            add_camera=self.camera, set_frame_rate=self.set_frame_rate))
+
+    def _done(self, result):
+        for note in result.notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, result.describe())
+        return {"FINISHED"}
+
+    def execute(self, context):
+        if self.run_modal and context.window is not None:
+            # after the file browser: run modal, so the progress shows and Esc cancels (a
+            # script's call runs to the end here, below)
+            try:
+                self._gen = self._steps(context)
+            except SmplIkError as exc:
+                self.report({"ERROR"}, str(exc))
+                return {"CANCELLED"}
+            wm = context.window_manager
+            self._timer = wm.event_timer_add(0.001, window=context.window)
+            wm.progress_begin(0, 1000)
+            wm.modal_handler_add(self)
+            return {"RUNNING_MODAL"}
+        try:
+            with progress_bar(context) as progress:
+                steps = self._steps(context)
+                while True:
+                    try:
+                        progress(next(steps))
+                    except StopIteration as done:
+                        result = done.value
+                        break
+        except SmplIkError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return self._done(result)
+
+    def _finish(self, context):
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._gen.close()   # nothing was made yet: the video and the detector are released
+            self._finish(context)
+            self.report({"WARNING"}, "Pose from Video cancelled; nothing was made")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        try:
+            fraction = next(self._gen)
+        except StopIteration as done:
+            self._finish(context)
+            return self._done(done.value)
+        except SmplIkError as exc:
+            self._finish(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        context.window_manager.progress_update(int(fraction * 1000))
+        return {"RUNNING_MODAL"}
+
+
+classes = (SMPL_IK_OT_pose_from_image, SMPL_IK_OT_pose_from_video)
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -26,8 +26,9 @@ class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator_menu_enum("smpl_ik.add_body", "body", text="Add Body", icon="ARMATURE_DATA")
         row.operator("smpl_ik.pose_from_image", icon="IMAGE_DATA")
+        row.operator("smpl_ik.pose_from_video", text="Video", icon="FILE_MOVIE")
         if not _has_detector():
-            layout.label(text="Pose from Photo needs this extension's platform build", icon="INFO")
+            layout.label(text="Pose from Photo and Video need this extension's platform build", icon="INFO")
         arm = body_of(context.active_object)
         row = layout.row(align=True)   # AMASS-style motion in and out (addon/motion)
         row.operator("smpl_ik.import_motion", text="Import Motion", icon="IMPORT")

@@ -249,6 +249,12 @@ def frame_ranges(frames, step=1):
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
+def _ordinal(n):
+    """'1st', '2nd', '3rd', '4th', ... '11th', '21st'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 class _Tracker:
     """The person followed through a video: MediaPipe in video mode on frames scaled down to
     DETECT_LONG_SIDE. The person is chosen (largest first, `person` from 0) on the first frame
@@ -274,10 +280,9 @@ class _Tracker:
     def _people(self, rgb, name, frame):
         people = [_scaled(d, self.factor) for d in detect_people(rgb, max_people=max(3, self.person + 2))]
         if self.last is None and people and self.person >= len(people):
-            found = "1 person" if len(people) == 1 else f"{len(people)} people"
-            raise SmplIkError(f"{name}: asked for person {self.person} (from 0, largest first) but the first "
-                              f"frame with people (frame {frame}) shows {found}; choose a person from 0 to "
-                              f"{len(people) - 1}")
+            found = "only 1 person" if len(people) == 1 else f"only {len(people)} people"
+            raise SmplIkError(f"{name}: the first frame with people (frame {frame}) shows {found}, so there is "
+                              f"no {_ordinal(self.person + 1)} largest person to follow")
         return people
 
     def __call__(self, bgr, name, frame, time):

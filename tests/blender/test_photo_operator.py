@@ -323,7 +323,7 @@ def test_a_failure_after_the_checks_removes_what_was_made(monkeypatch):
     def broken(*args):
         raise RuntimeError("the camera could not be made")
 
-    monkeypatch.setattr(photo, "_add_camera", broken)
+    monkeypatch.setattr(photo, "add_camera", broken)
     with pytest.raises(RuntimeError, match="the camera could not be made"):
         photo.pose_from_image(bpy.context, bpy.context.active_object,
                               photo.PhotoOptions(str(IMAGES / "bus.jpg"), all_people=True))
