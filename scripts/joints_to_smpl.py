@@ -8,7 +8,7 @@ MediaPipe's 33 world landmarks or OpenPose's BODY_25, named with --layout or fou
 joint count (17: COCO when joints 1-4 sit by joint 0 like eyes and ears by the nose, else
 Human3.6M). Numbers are metres unless --units says otherwise; Y is up (MediaPipe: its own
 y-down, image-style axes) unless --up-axis says otherwise. The body's shape is fitted to the
-figure's bone lengths; all 24 SMPL joints are solved by IK-GAT (positions come back exact),
+figure's bone lengths; all 24 SMPL joints are solved by IK-GAT (positions come back exact, noisy ones corrected: --denoise),
 other layouts by SMPL-IK with a soft pin on each joint the layout has, refined.
 
 For X.npy it writes DIR/X.npz (folders keep their sub-folders) through the project's motion
@@ -59,7 +59,7 @@ def outputs(args):
 def convert(source, target, body, args):
     """Convert one file; returns the line to print (raises SmplIkError)."""
     options = JointOptions(layout=args.layout, units=args.units, up_axis=args.up_axis, fps=args.fps,
-                           smooth=args.smooth)
+                           smooth=args.smooth, denoise={"auto": "auto", "on": True, "off": False}[args.denoise])
     motion = convert_joint_file(source, body, options)
     if args.format == "npz":
         extras = {"source": np.array(Path(source).name), "layout": np.array(motion.layout.layout.name),
@@ -85,6 +85,9 @@ def main(argv=None):
     ap.add_argument("--smooth", type=float, default=0.0, metavar="SIGMA",
                     help="Gaussian smoothing of the solved rotations and translation, sigma in frames "
                          "(default 0: none)")
+    ap.add_argument("--denoise", default="auto", choices=("auto", "on", "off"),
+                    help="IK-GAT corrects the bone directions of noisy smpl24 files: auto (when bone lengths change "
+                         "between frames), on, off (default auto)")
     ap.add_argument("--units", default="m", help=f"the files' length unit: {', '.join(LENGTH_UNITS)} or metres per "
                                                  "unit (default m)")
     ap.add_argument("--up-axis", choices=tuple(UP_AXES), help="the files' up axis: Y, Z, or -Y (y down, image-style); "

@@ -24,7 +24,7 @@ from ..motion.joints import (APPROXIMATE_WEIGHT, LayoutChoice, check_height, det
 from ..motion.retarget import parse_unit
 from ..motion.temporal import smooth_poses
 from .effectors import Effector, EffectorKind
-from .ikgat import load_ikgat
+from .ikgat import LENGTH_TOLERANCE, load_ikgat
 from .refine import RefineOptions
 from .smplik import SolveOptions, load_smplik
 
@@ -37,6 +37,13 @@ SOFT_TOLERANCE = 0.02   # metres: a layout's joint sits only near SMPL's, so a s
 LOOK_AT_TOLERANCE = 0.1   # radians: a head top is no exact axis either
 
 
+def bone_length_spread(joints):
+    """The largest standard deviation over frames of a bone's length (m), for SMPL joint
+    positions (T, 24, 3)."""
+    lengths = np.linalg.norm(joints[:, 1:] - joints[:, list(PARENTS[1:])], axis=-1)
+    return float(lengths.std(0).max())
+
+
 @dataclass(frozen=True)
 class JointOptions:
     """How a joint file becomes motion. layout: a key of models.motion.joints.LAYOUTS or
@@ -44,13 +51,17 @@ class JointOptions:
     per unit as a number; retarget.parse_unit); up_axis: 'Y', 'Z' or '-Y' (image-style, y
     down), None for the layout's own (Y; MediaPipe's -Y); fps: frames per second when the file
     does not say (None: DEFAULT_FPS); smooth: Gaussian sigma in frames over the solved
-    rotations and translation (0: none)."""
+    rotations and translation (0: none); denoise: whether IK-GAT corrects the bone directions
+    of noisy positions (SMPL-24 files): 'auto' when the file's bone lengths change from frame
+    to frame by more than ikgat.LENGTH_TOLERANCE (a rig's bones keep their lengths, a
+    detector's do not; a one-frame file: when its bones are off the fitted body's), True, False."""
 
     layout: str = "auto"
     units: str = "m"
     up_axis: str = None
     fps: float = None
     smooth: float = 0.0
+    denoise: object = "auto"
 
 
 @dataclass(frozen=True)
@@ -144,7 +155,14 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
         raise SmplIkError(f"{path}: {exc}") from None
     rest = body.rest_joints(shape.betas)
     if layout.complete:
-        ikgat, chunks = load_ikgat(), []
+        denoise = options.denoise
+        if denoise == "auto" and len(smpl_joints) > 1:
+            spread = bone_length_spread(smpl_joints)
+            denoise = bool(spread > LENGTH_TOLERANCE)
+            if denoise:
+                notes.append(f"bone lengths change by up to {spread * 1000:.1f} mm between frames: "
+                             "IK-GAT corrects the bone directions as for noisy positions")
+        ikgat, chunks = load_ikgat(denoise=denoise), []
         for start in range(0, len(smpl_joints), IKGAT_CHUNK):
             chunks.append(ikgat(smpl_joints[start:start + IKGAT_CHUNK], rest))
             progress(min(start + IKGAT_CHUNK, len(smpl_joints)) / len(smpl_joints))

@@ -232,7 +232,7 @@ class IkGat:
         return local.astype(np.float64).reshape(lead + (NUM_JOINTS, 3, 3))
 
 
-@lru_cache(maxsize=2)
-def load_ikgat(path=str(DEFAULT_WEIGHTS)):
-    """Cached IkGat for a weights path."""
-    return IkGat.load(path)
+@lru_cache(maxsize=4)
+def load_ikgat(path=str(DEFAULT_WEIGHTS), denoise="auto"):
+    """Cached IkGat for a weights path and a `denoise` setting."""
+    return IkGat.load(path, denoise=denoise)

@@ -193,6 +193,24 @@ def test_smoothing_calms_a_noisy_file(open_body):
     assert ratio < 3.0 * white, (white, ratio)
 
 
+def test_ikgat_corrects_the_bones_of_a_noisy_file_only(open_body):
+    """A file whose bone lengths change from frame to frame (a detector's noise) has its bone
+    directions corrected (a note says so); one whose lengths hold (a rig, scaled 5% off the
+    body: constant lengths) keeps every bone exactly where the file puts it."""
+    from models.ik.from_joints import bone_length_spread
+
+    betas, local, trans = motion(open_body, seed=8, frames=6)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    noisy = truth + np.random.default_rng(9).normal(0.0, 0.01, truth.shape)
+    assert bone_length_spread(truth) < 1e-6 < 1e-3 < bone_length_spread(noisy)
+    shaken = joints_to_smpl(JointFile("noisy.npy", noisy), open_body)
+    assert any("corrects the bone directions" in n for n in shaken.notes)
+    scaled = joints_to_smpl(JointFile("rig.npy", 1.05 * truth), open_body)
+    assert not any("corrects" in n for n in scaled.notes)
+    kept = joints_to_smpl(JointFile("noisy.npy", noisy), open_body, JointOptions(denoise=False))
+    assert not any("corrects" in n for n in kept.notes)
+
+
 # --- bad input -------------------------------------------------------------------------------
 
 def test_bad_files_are_named(open_body, tmp_path):
