@@ -5,7 +5,7 @@ from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
 from ...models.core.errors import SmplIkError
 from ..com.objects import body_of, is_effector
-from ..com.blender import progress_bar
+from ..com.operators import StepsOperator
 from .image import MAX_PEOPLE, MISSING, PhotoOptions, detector_available, pose_from_image
 from .video import VideoSceneOptions, pose_from_video_steps
 
@@ -89,7 +89,7 @@ def posed_report(result):
     return text
 
 
-class SMPL_IK_OT_pose_from_video(bpy.types.Operator):
+class SMPL_IK_OT_pose_from_video(StepsOperator, bpy.types.Operator):
     """Animate the active body (or a new one) like the person in a video: fitted frame by frame
     through the camera it was shot with, smoothed, the feet held where they rest; that camera is
     added with the clip as its background (Esc cancels, keeping nothing)"""
@@ -122,13 +122,14 @@ class SMPL_IK_OT_pose_from_video(bpy.types.Operator):
                                  description="Set the scene's frame rate to the video's, so the clip and the "
                                              "keys play in step")
 
-    run_modal: BoolProperty(default=False, options={"HIDDEN", "SKIP_SAVE"})
+    from_interface: BoolProperty(default=False, options={"HIDDEN", "SKIP_SAVE"})
+    CANCEL_MESSAGE = "Pose from Video cancelled; nothing was made"
 
     def invoke(self, context, event):
         if not detector_available():
             self.report({"ERROR"}, MISSING)
             return {"CANCELLED"}
-        self.run_modal = context.window is not None   # from the interface: progress shown, Esc cancels
+        self.from_interface = context.window is not None   # then progress shows and Esc cancels
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
 
@@ -147,57 +148,9 @@ class SMPL_IK_OT_pose_from_video(bpy.types.Operator):
         return {"FINISHED"}
 
     def execute(self, context):
-        if self.run_modal and context.window is not None:
-            # after the file browser: run modal, so the progress shows and Esc cancels (a
-            # script's call runs to the end here, below)
-            try:
-                self._gen = self._steps(context)
-            except SmplIkError as exc:
-                self.report({"ERROR"}, str(exc))
-                return {"CANCELLED"}
-            wm = context.window_manager
-            self._timer = wm.event_timer_add(0.001, window=context.window)
-            wm.progress_begin(0, 1000)
-            wm.modal_handler_add(self)
-            return {"RUNNING_MODAL"}
-        try:
-            with progress_bar(context) as progress:
-                steps = self._steps(context)
-                while True:
-                    try:
-                        progress(next(steps))
-                    except StopIteration as done:
-                        result = done.value
-                        break
-        except SmplIkError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        return self._done(result)
-
-    def _finish(self, context):
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-
-    def modal(self, context, event):
-        if event.type == "ESC":
-            self._gen.close()   # nothing was made yet: the video and the detector are released
-            self._finish(context)
-            self.report({"WARNING"}, "Pose from Video cancelled; nothing was made")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"PASS_THROUGH"}
-        try:
-            fraction = next(self._gen)
-        except StopIteration as done:
-            self._finish(context)
-            return self._done(done.value)
-        except SmplIkError as exc:
-            self._finish(context)
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        context.window_manager.progress_update(int(fraction * 1000))
-        return {"RUNNING_MODAL"}
+        if self.from_interface and context.window is not None:
+            return self.run_modal(context)   # after the file browser; a script's call runs to the end
+        return self.run_to_end(context)
 
 
 classes = (SMPL_IK_OT_pose_from_image, SMPL_IK_OT_pose_from_video)

@@ -5,9 +5,8 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ...models.core.errors import SmplIkError
 from ...models.core.skeleton import JOINT_NAMES
-from ..com.blender import progress_bar
 from ..com.objects import target_body
-from ..com.operators import BodyOperator
+from ..com.operators import BodyOperator, StepsOperator
 from ..motion.keys import keyframe_pose
 from .alternatives import step_alternatives
 from .bake import PATH_SMOOTHNESS_MAX, BakeOptions, bake_steps
@@ -129,11 +128,13 @@ class SMPL_IK_OT_keyframe_pose(BodyOperator, bpy.types.Operator):
         keyframe_pose(arm, context.scene.frame_current)
 
 
-class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
+class SMPL_IK_OT_bake(StepsOperator, bpy.types.Operator):
     """Solve every frame of a range from the animated effectors and key the body (Esc cancels)"""
 
     bl_idname = "smpl_ik.bake"
     bl_label = "Bake Effectors"
+    bl_options = {"REGISTER", "UNDO"}
+    CANCEL_MESSAGE = "Bake cancelled; nothing was keyed"
 
     frame_start: IntProperty(name="Start", default=1)
     frame_end: IntProperty(name="End", default=250)
@@ -167,58 +168,10 @@ class SMPL_IK_OT_bake(BodyOperator, bpy.types.Operator):
         return {"FINISHED"}
 
     def execute(self, context):
-        try:
-            with progress_bar(context) as progress:
-                steps = self._steps(context)
-                while True:
-                    try:
-                        progress(next(steps))
-                    except StopIteration as done:
-                        baked = done.value
-                        break
-        except SmplIkError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        return self._done(baked)
+        return self.run_to_end(context)
 
     def invoke(self, context, event):
-        if context.window is None:
-            return self.execute(context)
-        try:
-            self._gen = self._steps(context)
-        except SmplIkError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        wm = context.window_manager
-        self._timer = wm.event_timer_add(0.001, window=context.window)
-        wm.progress_begin(0, 1000)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
-
-    def _finish(self, context):
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-
-    def modal(self, context, event):
-        if event.type == "ESC":
-            self._gen.close()  # nothing keyed yet; restores the frame
-            self._finish(context)
-            self.report({"WARNING"}, "Bake cancelled; nothing was keyed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"PASS_THROUGH"}
-        try:
-            fraction = next(self._gen)
-        except StopIteration as done:
-            self._finish(context)
-            return self._done(done.value)
-        except SmplIkError as exc:
-            self._finish(context)
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        context.window_manager.progress_update(int(fraction * 1000))
-        return {"RUNNING_MODAL"}
+        return self.execute(context) if context.window is None else self.run_modal(context)
 
 classes = (SMPL_IK_OT_add_effector, SMPL_IK_OT_add_default_effectors, SMPL_IK_OT_solve, SMPL_IK_OT_natural_pose,
            SMPL_IK_OT_alternative, SMPL_IK_OT_mirror_pose, SMPL_IK_OT_reset_pose, SMPL_IK_OT_keyframe_pose,
