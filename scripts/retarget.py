@@ -108,6 +108,34 @@ def run_dask(jobs, scheduler, workers, progress, work=run_job):
             cluster.close()
 
 
+def add_batch_options(ap):
+    """--jobs, --executor and --scheduler: how a batch script runs its jobs (run_batch)."""
+    ap.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
+    ap.add_argument("--executor", choices=("local", "dask"), default="local",
+                    help="local processes (default) or a dask.distributed cluster")
+    ap.add_argument("--scheduler", help="dask scheduler address (default: a local cluster of --jobs workers)")
+
+
+def check_batch_options(ap, args):
+    if args.scheduler and args.executor != "dask":
+        ap.error("--scheduler needs --executor dask")
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+
+
+def run_batch(jobs, failures, args, work=run_job):
+    """failures (JobResults of inputs that were not found) then work(job) for every job, as
+    args' batch options say, with the progress shown as each finishes."""
+    progress = Progress(len(jobs) + len(failures))
+    for f in failures:
+        progress.update(f)
+    if args.executor == "dask":
+        results = run_dask(jobs, args.scheduler, args.jobs, progress, work)
+    else:
+        results = run_jobs(work, jobs, args.jobs, progress.update)
+    return failures + results
+
+
 def summary(results, stream=sys.stdout):
     rows = [("file", "frames", "fps", "unit", "height m", "max |beta|", "length resid %",
              "lean src/body deg", "limb err deg", "seconds", "result")]
@@ -165,15 +193,9 @@ def main(argv=None):
     ap.add_argument("--report", help="also write a JSON report of every file (body figures, warnings)")
     ap.add_argument("--no-polish", action="store_true",
                     help="rotation transfer only: skip the pass that makes segments follow the source's")
-    ap.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
-    ap.add_argument("--executor", choices=("local", "dask"), default="local",
-                    help="local processes (default) or a dask.distributed cluster")
-    ap.add_argument("--scheduler", help="dask scheduler address (default: a local cluster of --jobs workers)")
+    add_batch_options(ap)
     args = ap.parse_args(argv)
-    if args.scheduler and args.executor != "dask":
-        ap.error("--scheduler needs --executor dask")
-    if args.jobs < 1:
-        ap.error("--jobs must be at least 1")
+    check_batch_options(ap, args)
     if args.unit:
         try:
             parse_unit(args.unit)
@@ -181,14 +203,7 @@ def main(argv=None):
             ap.error(str(exc))
 
     jobs, failures = make_jobs(args)
-    progress = Progress(len(jobs) + len(failures))
-    for f in failures:
-        progress.update(f)
-    if args.executor == "dask":
-        results = run_dask(jobs, args.scheduler, args.jobs, progress)
-    else:
-        results = run_jobs(run_job, jobs, args.jobs, progress.update)
-    results = failures + results
+    results = run_batch(jobs, failures, args)
     summary(results)
     if args.report:
         write_json(args.report, report(results))

@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from models.motion.batch import JobResult, run_jobs  # noqa: E402
+from models.motion.batch import JobResult  # noqa: E402
 from models.photo.video import VideoJob, VideoOptions, find_video_files, run_video_job  # noqa: E402
-from retarget import Progress, run_dask  # noqa: E402
+from retarget import add_batch_options, check_batch_options, run_batch  # noqa: E402
 
 
 def make_jobs(args):
@@ -81,15 +81,9 @@ def main(argv=None):
     ap.add_argument("--no-smooth", action="store_true", help="no keypoint filter and no smoothing of the poses")
     ap.add_argument("--no-lock", action="store_true", help="do not hold feet in contact in place")
     ap.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    ap.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
-    ap.add_argument("--executor", choices=("local", "dask"), default="local",
-                    help="local processes (default) or a dask.distributed cluster")
-    ap.add_argument("--scheduler", help="dask scheduler address (default: a local cluster of --jobs workers)")
+    add_batch_options(ap)
     args = ap.parse_args(argv)
-    if args.scheduler and args.executor != "dask":
-        ap.error("--scheduler needs --executor dask")
-    if args.jobs < 1:
-        ap.error("--jobs must be at least 1")
+    check_batch_options(ap, args)
     if args.step < 1:
         ap.error("--step must be at least 1")
     if args.fov is not None and not 0 < args.fov < 180:
@@ -98,14 +92,7 @@ def main(argv=None):
         ap.error(f"--focal-px {args.focal_px:g}: a focal length is above 0 pixels")
 
     jobs, failures = make_jobs(args)
-    progress = Progress(len(jobs) + len(failures))
-    for f in failures:
-        progress.update(f)
-    if args.executor == "dask":
-        results = run_dask(jobs, args.scheduler, args.jobs, progress, work=run_video_job)
-    else:
-        results = run_jobs(run_video_job, jobs, args.jobs, progress.update)
-    results = failures + results
+    results = run_batch(jobs, failures, args, work=run_video_job)
     summary(results)
     return 0 if results and not any(r.failed for r in results) else 1
 

@@ -152,14 +152,19 @@ def run_job(job):
                          seconds=time.perf_counter() - start, convention=mapping.convention,
                          notes=result.notes, unit=result.rig.unit_name, body=result.check.report(),
                          warnings=result.check.warnings)
-    except SmplIkError as exc:
-        return JobResult(source=job.source, output=job.output, ok=False, error=str(exc),
-                         seconds=time.perf_counter() - start)
-    except Exception as exc:  # a bug: report it for this file and let the batch go on
+    except Exception as exc:  # noqa: BLE001 (a job never raises)
+        return failed_job(job, exc, start)
+
+
+def failed_job(job, exc, start):
+    """The JobResult of a job (with `source` and `output`) that raised `exc` after starting at
+    time.perf_counter() `start`: an SmplIkError's message; anything else is a bug, reported
+    as an internal error for this file so the batch goes on."""
+    error = str(exc)
+    if not isinstance(exc, SmplIkError):
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return JobResult(source=job.source, output=job.output, ok=False,
-                         error=f"internal error ({detail}); please report it with this file",
-                         seconds=time.perf_counter() - start)
+        error = f"internal error ({detail}); please report it with this file"
+    return JobResult(source=job.source, output=job.output, ok=False, error=error, seconds=time.perf_counter() - start)
 
 
 # --- many jobs on local processes ------------------------------------------------------------

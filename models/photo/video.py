@@ -639,12 +639,11 @@ def run_video_job(job):
     video_record beside it. Never raises: returns a models.motion.batch.JobResult (skipped when
     the output exists and not job.overwrite; failed with the error's message)."""
     import time as clock
-    import traceback
 
     from ..body.model import load_body_model
     from ..core.rotations import matrix_to_axis_angle
     from ..motion.amass import MotionFile, write_motion_npz
-    from ..motion.batch import JobResult, body_name
+    from ..motion.batch import JobResult, body_name, failed_job
 
     started = clock.perf_counter()
     try:
@@ -663,11 +662,5 @@ def run_video_job(job):
                          extras=video_record(motion, scene))
         return JobResult(source=job.source, output=str(out), ok=True, frames=len(motion.frames), fps=motion.fps,
                          seconds=clock.perf_counter() - started, notes=motion.notes)
-    except SmplIkError as exc:
-        return JobResult(source=job.source, output=job.output, ok=False, error=str(exc),
-                         seconds=clock.perf_counter() - started)
-    except Exception as exc:  # a bug: report it for this file and let the batch go on
-        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return JobResult(source=job.source, output=job.output, ok=False,
-                         error=f"internal error ({detail}); please report it with this file",
-                         seconds=clock.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 (a job never raises)
+        return failed_job(job, exc, started)
