@@ -7,8 +7,8 @@ run over the same videos.
 
 Clips: the BVH files named by --clips in BVH_DIR, else those of BVH_DIR no shipped network was
 trained on (their weights' records, as scripts/benchmark.py --held-out-only), in name order;
-each gives --frames-per-clip frames from its first, taken while --max-frames (the run's total)
-allows. On the shared data that means ../shared/data/mocap/cmu_varied's held-out 002_05,
+each gives up to --frames-per-clip frames from its first (fewer where it is shorter), taken
+while --max-frames (the run's total) allows. On the shared data that means ../shared/data/mocap/cmu_varied's held-out 002_05,
 003_02, 005_07, 005_16 and every m21 clip: nobody tuned the pipeline on them.
 
 Each clip is rendered once by scripts/render_motion_video.py (the open body with the actor's
@@ -54,12 +54,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
 from benchmark import trained_clips  # noqa: E402
+from benchmark_photo import rounded  # noqa: E402
 from models.core.files import write_json  # noqa: E402
 from models.core.metrics import acceleration_error, aligned_error, foot_skating, procrustes_error  # noqa: E402
 from models.core.skeleton import JOINT_INDEX  # noqa: E402
 from models.ik.nn import WEIGHTS_DIR  # noqa: E402
 from models.motion.bvh import find_bvh_files  # noqa: E402
-from render_motion_video import FOOT_JOINTS, RenderOptions, render_clip  # noqa: E402
+from render_motion_video import ENGINES, FOOT_JOINTS, RenderOptions, render_clip  # noqa: E402
 
 FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "accel_camera_mm", "skate_mm", "fps", "found")
 FEET = [JOINT_INDEX[n] for n in FOOT_JOINTS]
@@ -83,17 +84,26 @@ def choose_clips(data, names=None, weights_dir=WEIGHTS_DIR):
     return files
 
 
-def frame_budget(count, per_clip, max_frames):
-    """Frames for each of `count` clips: per_clip each while the total stays within
-    max_frames (None: no cap); clips left with fewer than 3 frames are dropped."""
-    out, left = [], max_frames if max_frames is not None else per_clip * count
-    for _ in range(count):
+def render_clips(clips, per_clip, max_frames, render_options, cache, render=render_clip):
+    """ClipTruth of each clip (paths, in order) rendered (or read from `cache`) with up to
+    `per_clip` frames while the run's total stays within `max_frames` (None: no cap); a clip
+    shorter than its share leaves the rest to the next. Stops where fewer than 3 frames are
+    left. `render` is render_motion_video.render_clip (replaceable in tests)."""
+    truths, left = [], max_frames if max_frames is not None else per_clip * len(clips)
+    for path in clips:
         take = min(per_clip, left)
         if take < 3:
             break
-        out.append(take)
-        left -= take
-    return out
+        options = replace(render_options, frames=take)
+        w, h = options.resolution
+        video = Path(cache) / f"{path.stem}_{options.start}+{take}_{w}x{h}_{options.engine.lower()}.mp4"
+        started = time.perf_counter()
+        truth = render(path, video, options)
+        print(f"{path.name}: {len(truth.frames)} frames ({time.perf_counter() - started:.0f} s to render or read; "
+              f"{truth.render_s_per_frame:.2f} s a frame when rendered)", flush=True)
+        truths.append(truth)
+        left -= len(truth.frames)
+    return truths
 
 
 def joined(tracks):
@@ -128,21 +138,11 @@ def score_clip(motion, truth):
     return np.asarray(motion.joints, dtype=np.float64), truth.joints[frames], truth.contact[frames]
 
 
-def run(clips, budget, render_options, cache, methods):
-    """{"methods": {name: figures}, "truth": {...}, "per_clip": [...], "render": {...}} for the
-    clips (paths) with `budget` frames each; methods name -> VideoOptions."""
+def run(truths, methods):
+    """{"methods": {name: figures}, "truth": {...}, "per_clip": [...], "render": {...}} over
+    rendered clips (ClipTruth); methods name -> VideoOptions."""
     from models.photo.video import pose_from_video
 
-    truths, per_clip = [], []
-    for path, frames in zip(clips, budget):
-        options = replace(render_options, frames=frames)
-        w, h = options.resolution
-        video = Path(cache) / f"{path.stem}_{options.start}+{frames}_{w}x{h}_{options.engine.lower()}.mp4"
-        started = time.perf_counter()
-        truth = render_clip(path, video, options)
-        print(f"{path.name}: {len(truth.frames)} frames ({time.perf_counter() - started:.0f} s to render or read; "
-              f"{truth.render_s_per_frame:.2f} s a frame when rendered)", flush=True)
-        truths.append(truth)
     out = {"methods": {}, "per_clip": [{"clip": t.video.name, "bvh": Path(t.bvh).name, "frames": len(t.frames),
                                         "source_frames": [int(t.frames[0]), int(t.frames[-1])], "fps": t.fps,
                                         "methods": {}} for t in truths]}
@@ -168,19 +168,9 @@ def run(clips, budget, render_options, cache, methods):
     contact = joined([t.contact.astype(float) for t in truths]) == 1
     out["truth"] = {"skate_mm": 1000.0 * foot_skating(gj[:, FEET], contact, np.mean([t.up for t in truths], 0)),
                     "contact_share": float(np.mean(np.concatenate([t.contact for t in truths])))}
-    out["render"] = {**render_options.key(), "s_per_frame": [t.render_s_per_frame for t in truths]}
-    out["render"].pop("frames")
+    out["render"] = {**{k: v for k, v in truths[0].key.items() if k != "frames"},
+                     "s_per_frame": [t.render_s_per_frame for t in truths]}
     return out
-
-
-def rounded(value, digits=3):
-    if isinstance(value, float):
-        return round(value, digits) if np.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: rounded(v, digits) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [rounded(v, digits) for v in value]
-    return value
 
 
 def main(argv=None):
@@ -191,23 +181,21 @@ def main(argv=None):
     ap.add_argument("--max-frames", type=int, help="frames in all, over the clips in order (default no cap)")
     ap.add_argument("--frames-per-clip", type=int, default=150, help="frames of each clip (default 150)")
     ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
-    ap.add_argument("--engine", default="WORKBENCH", help="render engine (default WORKBENCH)")
+    ap.add_argument("--engine", choices=sorted(ENGINES), default="WORKBENCH", help="render engine (default WORKBENCH)")
     ap.add_argument("--threads", type=int, default=1, help="render threads (default 1)")
     ap.add_argument("--cache", default=str(ROOT / "out" / "video_clips"), help="rendered clips (default out/video_clips)")
     args = ap.parse_args(argv)
     from models.photo.video import VideoOptions
 
     clips = choose_clips(args.data, args.clips)
-    budget = frame_budget(len(clips), args.frames_per_clip, args.max_frames)
-    clips = clips[:len(budget)]
-    if not clips:
-        raise SystemExit("--max-frames leaves no clip 3 frames or more")
     render = RenderOptions(resolution=tuple(args.resolution), engine=args.engine, threads=args.threads)
-    result = run(clips, budget, render, args.cache,
-                 {"video": VideoOptions(), "per_frame": VideoOptions(temporal=False)})
-    report = rounded({"frames": int(sum(budget)), "clips": [c.name for c in clips], "data": str(args.data),
-                      **result})
-    print(f"{report['frames']} frames of {len(clips)} clips from {args.data}")
+    truths = render_clips(clips, args.frames_per_clip, args.max_frames, render, args.cache)
+    if not truths:
+        raise SystemExit("--max-frames leaves no clip 3 frames or more")
+    result = run(truths, {"video": VideoOptions(), "per_frame": VideoOptions(temporal=False)})
+    report = rounded({"frames": int(sum(len(t.frames) for t in truths)),
+                      "clips": [Path(t.bvh).name for t in truths], "data": str(args.data), **result})
+    print(f"{report['frames']} frames of {len(truths)} clips from {args.data}")
     print(f"{'method':12}" + "".join(f"{c:>16}" for c in FIGURES))
     for name, r in report["methods"].items():
         print(f"{name:12}" + "".join(f"{r[c]:>16.3f}" if r.get(c) is not None else f"{'':>16}" for c in FIGURES))

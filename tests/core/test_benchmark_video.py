@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -99,11 +100,19 @@ def test_clips_are_joined_so_no_difference_spans_two():
     assert foot_skating(bv.joined([a, b])[:, :2], contact) == 0.0
 
 
-def test_the_frame_budget_takes_clips_in_order_within_the_cap():
-    assert bv.frame_budget(4, 150, 300) == [150, 150]
-    assert bv.frame_budget(4, 150, 320) == [150, 150, 20]
-    assert bv.frame_budget(3, 150, 302) == [150, 150]   # 2 frames are too few for an acceleration
-    assert bv.frame_budget(2, 150, None) == [150, 150]
+def test_the_frame_cap_takes_clips_in_order_and_a_short_clip_leaves_its_rest_to_the_next(tmp_path):
+    lengths = {"a": 400, "b": 91, "c": 400, "d": 400}      # video frames each clip has
+
+    def budget(per_clip, max_frames):
+        fake = lambda path, video, options: SimpleNamespace(   # noqa: E731
+            frames=np.arange(min(options.frames, lengths[path.stem])), render_s_per_frame=0.0)
+        clips = [Path(f"{n}.bvh") for n in lengths]
+        return [len(t.frames) for t in bv.render_clips(clips, per_clip, max_frames, rmv.RenderOptions(), tmp_path, fake)]
+
+    assert budget(150, 300) == [150, 91, 59]
+    assert budget(150, 243) == [150, 91]                  # 2 frames are too few for an acceleration
+    assert budget(150, None) == [150, 91, 150, 150]
+    assert budget(100, 50) == [50]
 
 
 @needs_mocap
