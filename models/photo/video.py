@@ -42,6 +42,7 @@ CONTACT_HEIGHT = 0.08      # metres above the floor (its lowest joint, ankle or 
 CONTACT_SPEED = 0.4        # metres per second (a planted foot: ~0; a swinging one: 2-4)
 FLOOR_PERCENTILE = 5       # the floor: this percentile of the lowest foot joint's height
 LOCK_TOLERANCE = 1e-3      # metres: a contact foot further from its lock is moved there by SMPL-IK
+LOCK_ITERATIONS = 4        # refinement steps a frame: the feet are millimetres off after the root moved
 FEET = (("left", JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
         ("right", JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"]))
 FREE_PINS = ("pelvis", "head", "left_wrist", "right_wrist")   # held softly while a foot is locked
@@ -531,7 +532,7 @@ def lock_feet(local_rot, trans, rest, contact):
         shift = sum(w * padded[i:i + count] for i, w in enumerate(kernel))
     trans = trans + shift
     positions = positions + shift[:, None]
-    options = RefineOptions(balance=False, self_collision=False, iterations=10)
+    options = RefineOptions(balance=False, self_collision=False, iterations=LOCK_ITERATIONS)
     for t in np.flatnonzero(touching):
         feet = [s for s in range(2) if contact[t, s]]
         off = max(np.linalg.norm(positions[t, [FEET[s][1], FEET[s][2]]] - locks[t, s], axis=1).max() for s in feet)
