@@ -8,8 +8,10 @@ run over the same videos.
 Clips: the BVH files named by --clips in BVH_DIR, else those of BVH_DIR no shipped network was
 trained on (their weights' records, as scripts/benchmark.py --held-out-only), in name order;
 each gives up to --frames-per-clip frames from its first (fewer where it is shorter), taken
-while --max-frames (the run's total) allows. On the shared data that means ../shared/data/mocap/cmu_varied's held-out 002_05,
-003_02, 005_07, 005_16 and every m21 clip: nobody tuned the pipeline on them.
+while --max-frames (the run's total) allows. On the shared data that means cmu_varied's
+held-out 002_05, 003_02, 005_07, 005_16 and every m21 clip: nobody tuned the pipeline on them.
+docs/figures/benchmark_video.json is `--data ../shared/data/mocap/cmu_varied --max-frames 300`
+(002_05 150 frames, 003_02 all its 91, 005_07 59).
 
 Each clip is rendered once by scripts/render_motion_video.py (the open body with the actor's
 retargeted shape, a fixed camera whose lens is the default one the pipeline assumes; its

@@ -103,11 +103,13 @@ def test_clips_are_joined_so_no_difference_spans_two():
 def test_the_frame_cap_takes_clips_in_order_and_a_short_clip_leaves_its_rest_to_the_next(tmp_path):
     lengths = {"a": 400, "b": 91, "c": 400, "d": 400}      # video frames each clip has
 
+    def fake_render(path, video, options):
+        return SimpleNamespace(frames=np.arange(min(options.frames, lengths[path.stem])), render_s_per_frame=0.0)
+
     def budget(per_clip, max_frames):
-        fake = lambda path, video, options: SimpleNamespace(   # noqa: E731
-            frames=np.arange(min(options.frames, lengths[path.stem])), render_s_per_frame=0.0)
         clips = [Path(f"{n}.bvh") for n in lengths]
-        return [len(t.frames) for t in bv.render_clips(clips, per_clip, max_frames, rmv.RenderOptions(), tmp_path, fake)]
+        truths = bv.render_clips(clips, per_clip, max_frames, rmv.RenderOptions(), tmp_path, fake_render)
+        return [len(t.frames) for t in truths]
 
     assert budget(150, 300) == [150, 91, 59]
     assert budget(150, 243) == [150, 91]                  # 2 frames are too few for an acceleration
