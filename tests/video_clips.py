@@ -11,10 +11,11 @@ SIZE = (1280, 720)                # 720p
 FPS = 30.0
 
 
-def standing_clip(path, frames=24, size=SIZE, fps=FPS, seed=0):
+def standing_clip(path, frames=24, size=SIZE, fps=FPS, seed=0, blank=()):
     """Write an mp4 of bus.jpg's left person standing still, as a handheld camera sees them:
     the photo cut to the person, 95% of the frame high, drifting 0.2 pixels right a frame with
-    0.5 pixels of random shake and a 0.4% breathing zoom. Returns the path."""
+    0.5 pixels of random shake and a 0.4% breathing zoom; the frames in `blank` plain grey
+    (nobody there). Returns the path."""
     import cv2
 
     image = cv2.imread(str(PHOTO))
@@ -29,8 +30,11 @@ def standing_clip(path, frames=24, size=SIZE, fps=FPS, seed=0):
         s = 1.0 + 0.004 * np.sin(t / 7.0)
         dx = (size[0] - width * s) / 2 + 0.5 * rng.normal() + 0.2 * t
         dy = (size[1] - height * s) / 2 + 0.5 * rng.normal()
-        out.write(cv2.warpAffine(image, np.array([[s, 0, dx], [0, s, dy]]), size,
-                                 borderMode=cv2.BORDER_CONSTANT, borderValue=(90, 90, 90)))
+        frame = cv2.warpAffine(image, np.array([[s, 0, dx], [0, s, dy]]), size,
+                               borderMode=cv2.BORDER_CONSTANT, borderValue=(90, 90, 90))
+        if t in blank:
+            frame[:] = 90
+        out.write(frame)
     out.release()
     return Path(path)
 

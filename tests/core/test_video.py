@@ -166,6 +166,29 @@ def test_a_range_with_a_step(standing):
     assert motion.frames.tolist() == [3, 7, 11] and motion.fps == pytest.approx(video_clips.FPS / 4)
 
 
+def test_frames_without_the_person_carry_the_pose_before_and_are_named(tmp_path):
+    """Frames 5-7 show nobody (the tracker loses the person and finds them again on frame 8):
+    they carry frame 4's pose (exactly, before smoothing and locking), a note names them, and
+    the frames after are fitted again."""
+    needs_video()
+    path = video_clips.standing_clip(tmp_path / "gap.mp4", frames=12, blank=(5, 6, 7))
+    motion = video.pose_from_video(path, options=video.VideoOptions(smooth=False, lock_feet=False))
+    assert motion.found.tolist() == [True] * 5 + [False] * 3 + [True] * 4
+    assert len(motion.notes) == 1 and "not found on 3 of 12 frames (5-7)" in motion.notes[0]
+    np.testing.assert_array_equal(motion.local_rot[5:8], np.broadcast_to(motion.local_rot[4], (3, 24, 3, 3)))
+    # the same person found again where they stood: in the image within 2% of the 1280 pixels,
+    # in depth (which the body's size in the image decides, unfiltered here) within 20 cm
+    pixels = motion.camera.project(motion.joints)
+    assert np.abs(pixels[8:] - pixels[4]).max() < 0.02 * 1280
+    assert np.abs(motion.joints[8:] - motion.joints[4]).max() < 0.2
+
+
+def test_a_start_past_the_end_is_refused(standing):
+    path, _ = standing
+    with pytest.raises(SmplIkError, match="frame_start 100 is past the video's last frame"):
+        video.pose_from_video(path, frame_start=100)
+
+
 def test_cancelling_stops_at_once(standing):
     path, _ = standing
     calls = []
