@@ -11,16 +11,18 @@ SIZE = (1280, 720)                # 720p
 FPS = 30.0
 
 
-def standing_clip(path, frames=24, size=SIZE, fps=FPS, seed=0, blank=()):
+def standing_clip(path, frames=24, size=SIZE, fps=FPS, seed=0, blank=(), box=PERSON_BOX):
     """Write an mp4 of bus.jpg's left person standing still, as a handheld camera sees them:
     the photo cut to the person, 95% of the frame high, drifting 0.2 pixels right a frame with
     0.5 pixels of random shake and a 0.4% breathing zoom; the frames in `blank` plain grey
-    (nobody there). Returns the path."""
+    (nobody there). box: the part of the photo shown (None: all of it, three people).
+    Returns the path."""
     import cv2
 
     image = cv2.imread(str(PHOTO))
-    x0, y0, x1, y1 = PERSON_BOX
-    image = image[y0:y1, x0:x1]
+    if box is not None:
+        x0, y0, x1, y1 = box
+        image = image[y0:y1, x0:x1]
     height = int(size[1] * 0.95)
     width = int(round(image.shape[1] * height / image.shape[0]))
     image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)

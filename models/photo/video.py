@@ -259,7 +259,7 @@ def _ordinal(n):
 class _Tracker:
     """The person followed through a video: MediaPipe in video mode on frames scaled down to
     DETECT_LONG_SIDE. The person is chosen (largest first, `person` from 0) on the first frame
-    with people; whenever tracking starts or was lost, the frame is searched for people in
+    with people; whenever tracking starts or is lost, that frame is searched for people in
     static mode and everyone but the person followed (the one overlapping their last box) is
     greyed out, so the tracker takes them up again and nobody else."""
 
@@ -293,6 +293,7 @@ class _Tracker:
         small = cv2.resize(bgr, self.size, interpolation=cv2.INTER_AREA) if self.factor < 1.0 else bgr
         rgb = np.ascontiguousarray(cv2.cvtColor(small, cv2.COLOR_BGR2RGB))
         width, height = bgr.shape[1], bgr.shape[0]
+        found = None
         if not self.temporal:
             people = self._people(rgb, name, frame)
             found = people[self.person] if self.person < len(people) else None
@@ -301,7 +302,7 @@ class _Tracker:
             if found is not None and _box_overlap(found.bbox, self.last.bbox) < SAME_PERSON ** 2:
                 found = None   # it jumped to someone else
             self.tracking = found is not None
-        else:
+        if self.temporal and found is None:   # tracking starts, or was lost: search this frame
             people = self._people(rgb, name, frame)
             chosen = None
             if self.last is None:

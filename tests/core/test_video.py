@@ -183,6 +183,24 @@ def test_frames_without_the_person_carry_the_pose_before_and_are_named(tmp_path)
     assert np.abs(motion.joints[8:] - motion.joints[4]).max() < 0.2
 
 
+def test_each_person_of_a_group_is_followed_by_their_number(tmp_path):
+    """bus.jpg whole, at its own portrait size: three people standing. Person 0 and person 1
+    (largest first) are two of them, each followed on every frame (the others greyed out when
+    tracking starts): their pelvises lie far apart in the image on every frame, and each stays
+    within 6% of the frame's width of where it is on average (the largest person stands at the
+    photo's right edge, partly out of it, so its keypoints wander more than a whole person's)."""
+    needs_video()
+    path = video_clips.standing_clip(tmp_path / "group.mp4", frames=8, box=None, size=(810, 1080))
+    pelvis = []
+    for person in (0, 1):
+        motion = video.pose_from_video(path, person=person)
+        assert motion.found.all()
+        pelvis.append(motion.camera.project(motion.joints[:, 0]))
+    assert np.abs(pelvis[0][:, 0] - pelvis[1][:, 0]).min() > 100
+    for p in pelvis:
+        assert np.abs(p - p.mean(axis=0)).max() < 0.06 * 810
+
+
 def test_a_start_past_the_end_is_refused(standing):
     path, _ = standing
     with pytest.raises(SmplIkError, match="frame_start 100 is past the video's last frame"):
