@@ -36,10 +36,11 @@ ONE_EURO_MIN_CUTOFF = 1.5
 ONE_EURO_BETA = 20.0
 ONE_EURO_D_CUTOFF = 1.0
 SMOOTH_SIGMA_S = 0.05      # seconds: the Gaussian over the fitted rotations and root (1.5 frames at 30 fps)
-# A foot is in contact where it is low and slow: within CONTACT_HEIGHT of the floor and moving
-# less than CONTACT_SPEED
-CONTACT_HEIGHT = 0.08      # metres above the floor (its lowest joint, ankle or ball)
-CONTACT_SPEED = 0.4        # metres per second (a planted foot: ~0; a swinging one: 2-4)
+# A foot is in contact where it is low and slow: within CONTACT_HEIGHT of the other foot and
+# moving across the line of sight less than CONTACT_SPEED
+CONTACT_HEIGHT = 0.08      # metres above the other foot (each foot's lowest joint, ankle or ball)
+CONTACT_SPEED = 0.6        # m/s across the line of sight: a fitted planted foot wobbles up to ~0.5, a swinging one 1.4-4
+FLOOR_SPREAD = 0.15        # metres (RMS): contact points spread this far fix the floor's tilt
 FLOOR_PERCENTILE = 5       # the floor: this percentile of the lowest foot joint's height
 LOCK_TOLERANCE = 1e-3      # metres: a contact foot further from its lock is moved there by SMPL-IK
 LOCK_ITERATIONS = 4        # refinement steps a frame: the feet are millimetres off after the root moved
@@ -471,23 +472,71 @@ def _up(joints):
     return unit(up) if np.linalg.norm(up) > 1e-9 else np.array([0.0, 1.0, 0.0])
 
 
+def _lateral_speed(points, fps):
+    """(T,) m/s: how fast points (T, 3) in the camera's frame move across the line of sight,
+    their image motion at their own depth (d(x/-z, y/-z)/dt times -z). A monocular fit's depth
+    wobbles by centimetres a frame where its image position does not, so a planted foot is
+    slow by this measure; a point less than 10 cm in front of the camera takes its 3D speed."""
+    if len(points) < 2:
+        return np.zeros(len(points))
+    depth = -points[:, 2]
+    if np.any(depth < 0.1):
+        return np.linalg.norm(np.gradient(points, axis=0), axis=1) * fps
+    seen = points[:, :2] / depth[:, None]
+    return np.linalg.norm(np.gradient(seen, axis=0), axis=1) * depth * fps
+
+
+def _floor_up(points, up):
+    """The floor's up from the foot points (N, 3) that rest on it and a first guess `up` (3,):
+    the normal of the plane through them where they spread both ways (FLOOR_SPREAD), `up`
+    turned square to their line where they spread one way, `up` itself where they do not."""
+    if len(points) < 10:
+        return up
+    centred = points - points.mean(axis=0)
+    _, sv, vt = np.linalg.svd(centred, full_matrices=False)
+    spread = sv / np.sqrt(len(points))
+    if spread[1] > FLOOR_SPREAD:
+        normal = vt[2]
+        return normal if normal @ up > 0 else -normal
+    if spread[0] > FLOOR_SPREAD:
+        return unit(up - (up @ vt[0]) * vt[0])
+    return up
+
+
 def foot_contacts(joints, fps, up):
-    """(contact (T, 2) bool, floor height along `up`) of joints (T, 24, 3) at `fps`: a foot
-    touches where its lowest joint (ankle or ball) is within CONTACT_HEIGHT of the floor and
-    its middle moves slower than CONTACT_SPEED; the floor is the FLOOR_PERCENTILE percentile
-    of the lower foot's height. A single frame off contact between two in contact counts as
-    in contact (a flicker)."""
+    """(contact (T, 2) bool, floor height along `up`) of joints (T, 24, 3) in the camera's
+    frame at `fps`: a foot touches where its lowest joint (ankle or ball) is within
+    CONTACT_HEIGHT of the other foot's (or below it) and its middle moves across the line of
+    sight slower than CONTACT_SPEED (_lateral_speed: heights and speeds along the line of sight
+    are what a monocular fit gets wrong); the floor is the FLOOR_PERCENTILE percentile of the
+    lower foot's height. A single frame off contact between two in contact counts as in
+    contact (a flicker)."""
     heights = joints @ up
     low = np.stack([np.minimum(heights[:, a], heights[:, b]) for _, a, b in FEET], axis=1)   # (T, 2)
     floor = float(np.percentile(low.min(axis=1), FLOOR_PERCENTILE))
     contact = np.zeros(low.shape, dtype=bool)
     for s, (_, a, b) in enumerate(FEET):
-        middle = (joints[:, a] + joints[:, b]) / 2
-        speed = np.linalg.norm(np.gradient(middle, axis=0), axis=1) * fps if len(joints) > 1 else np.zeros(1)
-        contact[:, s] = (low[:, s] - floor < CONTACT_HEIGHT) & (speed < CONTACT_SPEED)
+        speed = _lateral_speed((joints[:, a] + joints[:, b]) / 2, fps)
+        contact[:, s] = (low[:, s] - low.min(axis=1) < CONTACT_HEIGHT) & (speed < CONTACT_SPEED)
         flicker = ~contact[1:-1, s] & contact[:-2, s] & contact[2:, s]
         contact[1:-1, s] |= flicker
     return contact, floor
+
+
+def floor_of(joints, contact, up):
+    """(up, floor height along it) of the floor the feet in `contact` (T, 2) rest on, joints
+    (T, 24, 3) in the camera's frame, from the first guess `up` (_floor_up over the lower
+    joint of each foot in contact)."""
+    rows = []
+    for s, (_, a, b) in enumerate(FEET):
+        pair = joints[contact[:, s]][:, [a, b]]                     # (N, 2, 3)
+        lower = np.argmin(pair @ up, axis=1)
+        rows.append(pair[np.arange(len(pair)), lower])
+    points = np.concatenate(rows) if rows else np.zeros((0, 3))
+    up = _floor_up(points, up)
+    heights = joints @ up
+    low = np.minimum.reduce([np.minimum(heights[:, a], heights[:, b]) for _, a, b in FEET])
+    return up, float(np.percentile(low, FLOOR_PERCENTILE))
 
 
 def _runs(flags):
@@ -561,8 +610,8 @@ def _finish(frames, locals_, transes, found, rest, fps, options, name, notes):
     if options.temporal and options.smooth:
         local_rot, trans = smooth_poses(local_rot, trans, SMOOTH_SIGMA_S * fps)
     joints = forward_kinematics(local_rot, rest, PARENTS, trans).positions
-    up = _up(joints)
-    contact, floor = foot_contacts(joints, fps, up)
+    contact, _ = foot_contacts(joints, fps, _up(joints))
+    up, floor = floor_of(joints, contact, _up(joints))
     if options.temporal and options.lock_feet and contact.any():
         local_rot, trans = lock_feet(local_rot, trans, rest, contact)
         joints = forward_kinematics(local_rot, rest, PARENTS, trans).positions

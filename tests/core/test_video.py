@@ -295,3 +295,35 @@ def test_a_folder_on_a_dask_cluster_gives_one_file_per_clip(tmp_path):
             assert f["contact"].shape == (3, 2) and f["camera_rotation"].shape == (3, 3)
     again = run_script(clips / "a.mp4", "--out", out)
     assert again.returncode == 0 and "skipped" in again.stdout
+
+
+def test_the_floor_comes_from_where_the_feet_rest(rng):
+    """Contact points spread over a floor tilted 15 degrees toward the camera give its normal
+    (within 1 degree, with 1 cm of noise on each point) whatever the first guess (20 degrees
+    off); points along one line turn the guess square to it; a few points leave it."""
+    from models.core.rotations import axis_angle_to_matrix, unit
+
+    tilt = axis_angle_to_matrix(np.array([np.radians(15.0), 0.0, 0.0]))
+    truth = tilt @ [0.0, 1.0, 0.0]
+    flat = np.stack([rng.uniform(-1, 1, 200), np.zeros(200), rng.uniform(-1, 1, 200)], axis=1)
+    points = flat @ tilt.T + [0.0, -1.0, -4.0] + 0.01 * rng.normal(size=(200, 3))
+    guess = axis_angle_to_matrix(np.array([0.0, 0.0, np.radians(20.0)])) @ truth
+    angle = lambda a, b: np.degrees(np.arccos(np.clip(a @ b, -1, 1)))   # noqa: E731
+    assert angle(video._floor_up(points, guess), truth) < 1.0
+    line = points.copy()
+    line[:, 2] = -4.0                    # a line across the picture (x only): the tilt stays open
+    square = video._floor_up(line, unit(guess))
+    assert abs(square @ [1.0, 0.0, 0.0]) < 0.05 and angle(square, guess) > 5.0
+    assert np.allclose(video._floor_up(points[:5], guess), guess)
+
+
+def test_a_foot_wobbling_in_depth_only_is_slow():
+    """A monocular fit's depth wobbles: a foot 4 m away, 1 m below the camera's axis, moving
+    back and forth along the camera's Z counts only as fast as its image moves, a quarter of
+    its 3D speed at that angle (1 m over 4 m); one moving sideways is as fast as it is."""
+    t = np.arange(30)
+    along = np.stack([np.full(30, 0.1), np.full(30, -1.0), -4.0 + 0.03 * np.sin(t)], axis=1)
+    across = np.stack([0.1 + 0.03 * t, np.full(30, -1.0), np.full(30, -4.0)], axis=1)
+    in_3d = np.linalg.norm(np.gradient(along, axis=0), axis=1) * 30.0
+    assert np.median(video._lateral_speed(along, 30.0)) < 0.3 * np.median(in_3d)
+    assert np.median(video._lateral_speed(across, 30.0)) == pytest.approx(0.9, rel=0.01)
