@@ -165,12 +165,18 @@ def test_continued_training_starts_from_the_weights_and_keeps_the_history(tmp_pa
 
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/ikgat.npz not trained yet")
 def test_shipped_weights_beat_the_analytic_answer(held_out_poses):
-    """Held-out clips (walking, jumping): measured 4.22 degrees mean local rotation error, 0.27x
-    the analytic answer's 15.4 (the weights trained on locomotion alone were at 2.8, 0.17x;
-    training on the varied motion too halved the error on dance and punching and cost this);
-    bounded 25% above what is measured."""
+    """Held-out clips (walking, jumping): measured 4.69 degrees mean local rotation error, 0.31x
+    the analytic answer's 15.4 (the ikgat-v1 weights before noise training: 4.22); bounded 13%
+    above what is measured. With 2 cm of Gaussian noise on every joint: 12.7 degrees against
+    the analytic answer's 27.6 (0.46x; ikgat-v1, which follows every noisy bone, 23.9: 0.86x),
+    held to the 0.6x that issue 27 asks for."""
     rot, rest, _, pos = held_out_poses
-    ours = np.degrees(geodesic_angle(IkGat.load()(pos, rest), rot)).mean()
+    net = IkGat.load()
+    ours = np.degrees(geodesic_angle(net(pos, rest), rot)).mean()
     classic = np.degrees(geodesic_angle(analytic_rotations(pos, rest), rot)).mean()
     assert ours < 0.34 * classic, (ours, classic)
     assert ours < 5.3
+    noisy = pos + np.random.default_rng(0).normal(scale=0.02, size=pos.shape)
+    ours = np.degrees(geodesic_angle(net(noisy, rest), rot)).mean()
+    classic = np.degrees(geodesic_angle(analytic_rotations(noisy, rest), rot)).mean()
+    assert ours < 0.6 * classic, (ours, classic)
