@@ -51,3 +51,36 @@ def fit(rig):
     assert bpy.ops.smpl_ik.fit_rig() == {"FINISHED"}
     update()
     return rig.smpl_ik_rig.proxy
+
+
+def data_counts():
+    """How many objects, meshes, armatures and actions the file holds."""
+    return (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures), len(bpy.data.actions))
+
+
+def refused_unchanged(call, message, target):
+    """Run `call` (an operator call that must fail) on a new body when target is 'ACTIVE'
+    (nothing selected otherwise): it raises with `message` (a regex) and leaves every data
+    block and the scene's frame range as they were."""
+    import pytest
+
+    if target == "ACTIVE":
+        assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
+    scene = bpy.context.scene
+    frames, before = (scene.frame_start, scene.frame_end), data_counts()
+    with pytest.raises(RuntimeError, match=message):
+        call()
+    assert data_counts() == before and (scene.frame_start, scene.frame_end) == frames
+
+
+def undo_restores(call, operator, state):
+    """`call` (an operator call that succeeds) changes `state()`; one undo brings it back, and
+    the operator class `operator` is an undo step in the UI."""
+    bpy.ops.ed.undo_push(message="before")
+    before = state()
+    assert call() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="after")        # as the operator's UNDO flag does in the UI
+    assert state() != before
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    assert state() == before
+    assert "UNDO" in operator.bl_options

@@ -12,13 +12,10 @@ from models.body.model import load_body_model
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES
 from models.motion.joints import COCO
+from scene import data_counts, refused_unchanged
 
 C = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])   # Blender from SMPL (+90 degrees about X)
 FRAMES = 6
-
-
-def data_counts():
-    return (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures), len(bpy.data.actions))
 
 
 def figure(seed=0, frames=FRAMES):
@@ -111,13 +108,8 @@ def test_bad_input_names_the_file_and_leaves_the_scene_untouched(tmp_path, case,
     name, message = BAD[case]
     path = tmp_path / name
     _bad(path, case)
-    if target == "ACTIVE":
-        assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
-    frames = bpy.context.scene.frame_start, bpy.context.scene.frame_end
-    before = data_counts()
-    with pytest.raises(RuntimeError, match=f"{name}: {message}"):
-        bpy.ops.smpl_ik.import_joints(filepath=str(path), target=target)
-    assert data_counts() == before and (bpy.context.scene.frame_start, bpy.context.scene.frame_end) == frames
+    refused_unchanged(lambda: bpy.ops.smpl_ik.import_joints(filepath=str(path), target=target),
+                      f"{name}: {message}", target)
 
 
 def test_the_import_menu_and_the_panel_offer_it():

@@ -17,6 +17,7 @@ from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.motion.batch import RetargetJob, run_job
 from models.motion.retarget import write_smpl_bvh
+from scene import data_counts, refused_unchanged
 
 import blender_session
 
@@ -30,10 +31,6 @@ def geodesic_angle(m1, m2):
     """(...) radians between rotation matrices, precise near zero (arccos of the trace is
     not: float32 noise of 1e-7 there reads as 4e-4 rad)."""
     return np.linalg.norm(matrix_to_axis_angle(np.swapaxes(m1, -1, -2) @ m2), axis=-1)
-
-
-def data_counts():
-    return (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures), len(bpy.data.actions))
 
 
 def set_fps(fps):
@@ -443,13 +440,8 @@ BAD = {"three values": r"array 'poses' has shape \(5, 3\); expected \(frames, 72
 def test_bad_input_names_the_file_and_leaves_the_scene_untouched(tmp_path, case, target):
     path = tmp_path / f"bad_{case.replace(' ', '_')}.npz"
     _bad(path, case)
-    if target == "ACTIVE":
-        assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
-    frames = bpy.context.scene.frame_start, bpy.context.scene.frame_end
-    before = data_counts()
-    with pytest.raises(RuntimeError, match=f"{path.name}: {BAD[case]}"):
-        bpy.ops.smpl_ik.import_motion(filepath=str(path), target=target)
-    assert data_counts() == before and (bpy.context.scene.frame_start, bpy.context.scene.frame_end) == frames
+    refused_unchanged(lambda: bpy.ops.smpl_ik.import_motion(filepath=str(path), target=target),
+                      f"{path.name}: {BAD[case]}", target)
 
 
 def test_active_target_without_a_body_says_what_to_select(tmp_path):

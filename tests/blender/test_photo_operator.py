@@ -13,6 +13,7 @@ from models.core.skeleton import JOINT_NAMES
 
 import blender_session
 from conftest import ROOT
+from scene import undo_restores
 
 pytest.importorskip("mediapipe", reason="the photo packages are not installed "
                     "(pip install --no-deps -r requirements-photo.txt)")
@@ -194,14 +195,8 @@ def test_the_bodies_stand_on_one_floor_at_the_depths_the_photo_shows():
 @needs_images
 def test_one_undo_step_removes_the_bodies_the_camera_and_the_photo():
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
-    bpy.ops.ed.undo_push(message="before Pose from Photo")
-    before = scene_state()
-    assert bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), all_people=True) == {"FINISHED"}
-    bpy.ops.ed.undo_push(message="Pose from Photo")        # as the operator's UNDO flag does in the UI
-    assert scene_state() != before
-    assert bpy.ops.ed.undo() == {"FINISHED"}
-    assert scene_state() == before
-    assert "UNDO" in bpy.types.SMPL_IK_OT_pose_from_image.bl_options
+    undo_restores(lambda: bpy.ops.smpl_ik.pose_from_image(filepath=str(IMAGES / "bus.jpg"), all_people=True),
+                  bpy.types.SMPL_IK_OT_pose_from_image, scene_state)
 
 
 @needs_images

@@ -10,6 +10,7 @@ import pytest
 
 import blender_session
 from conftest import ROOT
+from scene import undo_restores
 
 sys.path.insert(0, str(ROOT / "tests"))
 import video_clips  # noqa: E402
@@ -101,16 +102,14 @@ def test_the_active_body_is_keyed_and_one_undo_takes_it_all_back(clip):
     assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
     arm = bpy.context.active_object
     arm.location = (1.0, 2.0, 0.0)
-    bpy.ops.ed.undo_push(message="before Pose from Video")
-    before = scene_state()
-    assert bpy.ops.smpl_ik.pose_from_video(filepath=str(clip), frame_end=5, step=2, lock_feet=False) == {"FINISHED"}
-    assert bpy.context.active_object == arm and len(bpy.data.armatures) == 1
-    assert arm.animation_data.action is not None
-    bpy.ops.ed.undo_push(message="Pose from Video")          # as the operator's UNDO flag does in the UI
-    assert scene_state() != before
-    assert bpy.ops.ed.undo() == {"FINISHED"}
-    assert scene_state() == before
-    assert "UNDO" in bpy.types.SMPL_IK_OT_pose_from_video.bl_options
+
+    def run():
+        done = bpy.ops.smpl_ik.pose_from_video(filepath=str(clip), frame_end=5, step=2, lock_feet=False)
+        assert bpy.context.active_object == arm and len(bpy.data.armatures) == 1
+        assert arm.animation_data.action is not None
+        return done
+
+    undo_restores(run, bpy.types.SMPL_IK_OT_pose_from_video, scene_state)
 
 
 @needs_photo
