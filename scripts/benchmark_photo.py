@@ -87,6 +87,7 @@ from models.core.metrics import aligned_error, angle_deg, pck, procrustes_error 
 from models.core.rotations import unit  # noqa: E402
 from models.core.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
 from models.photo.camera import camera_for_image  # noqa: E402
+from models.photo.detect import box_iou  # noqa: E402
 
 METHODS = ("fit", "lift", "mediapipe_raw")
 MIN_IOU = 0.1
@@ -176,18 +177,9 @@ def read_labels(folder):
     return frames
 
 
-def iou(a, b):
-    """Intersection over union of boxes (x0, y0, x1, y1)."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    inter = max(w, 0.0) * max(h, 0.0)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def labelled_person(detections, box):
     """(the detection best overlapping `box`, its IoU), or (None, best IoU) below MIN_IOU."""
-    scored = [(iou(d.bbox, box), d) for d in detections]
+    scored = [(box_iou(d.bbox, box), d) for d in detections]
     best, person = max(scored, key=lambda s: s[0], default=(0.0, None))
     return (person, best) if best >= MIN_IOU else (None, best)
 

@@ -40,6 +40,7 @@ def refine_options(arm):
     SmplIkError for a height that is not a finite number of metres, or a body not standing
     upright."""
     props = arm.smpl_ik
+    feet, parts = shaped_body(arm)
     floor = contacts = None
     if props.use_floor:
         height = props.floor_height
@@ -50,9 +51,8 @@ def refine_options(arm):
         if tilt > bridge.FLOOR_TILT:
             raise SmplIkError(f"{arm.name}: a floor needs the body upright, and it is tilted "
                               f"{math.degrees(tilt):.1f} degrees; straighten it or turn Floor off")
-        contacts = shaped_body(arm)[0]
-    return RefineOptions(plant_feet=props.plant_feet, floor=floor, contacts=contacts,
-                         body_parts=shaped_body(arm)[1])
+        contacts = feet
+    return RefineOptions(plant_feet=props.plant_feet, floor=floor, contacts=contacts, body_parts=parts)
 
 
 _shaped = {}

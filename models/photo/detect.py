@@ -109,6 +109,15 @@ def _check_rgb(rgb):
     return rgb
 
 
+def box_iou(a, b):
+    """Intersection over union of two boxes (x0, y0, x1, y1)."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    inter = max(w, 0.0) * max(h, 0.0)
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
 def _overlap(a, b):
     """Fraction of box a covered by box b."""
     w = min(a[2], b[2]) - max(a[0], b[0])

@@ -20,7 +20,7 @@ from ..core.kinematics import forward_kinematics
 from ..core.rotations import shortest_arc, unit
 from ..core.skeleton import JOINT_INDEX, PARENTS
 from .camera import camera_from_focal, camera_from_fov, check_image_size, default_camera
-from .detect import Detection, _missing, detect_people, detection_of, grey_out, new_pose_solution
+from .detect import Detection, _missing, box_iou, detect_people, detection_of, grey_out, new_pose_solution
 from .fit import SHINS, fit_to_image
 from .image_size import image_size_from_header
 
@@ -225,15 +225,6 @@ class OneEuro:
         return self.value
 
 
-def _box_overlap(a, b):
-    """Intersection over union of two boxes (x0, y0, x1, y1)."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    inter = max(w, 0.0) * max(h, 0.0)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def _scaled(detection, factor):
     """A Detection found on an image scaled by `factor`, in the full image's pixels."""
     return Detection(world=detection.world, image_xy=detection.image_xy / factor,
@@ -300,7 +291,7 @@ class _Tracker:
             found = people[self.person] if self.person < len(people) else None
         elif self.tracking:
             found = detection_of(self.pose.process(rgb), width, height)
-            if found is not None and _box_overlap(found.bbox, self.last.bbox) < SAME_PERSON ** 2:
+            if found is not None and box_iou(found.bbox, self.last.bbox) < SAME_PERSON ** 2:
                 found = None   # it jumped to someone else
             self.tracking = found is not None
         if self.temporal and found is None:   # tracking starts, or was lost: search this frame
@@ -309,15 +300,15 @@ class _Tracker:
             if self.last is None:
                 chosen = people[self.person] if people else None
             elif people:
-                best = max(people, key=lambda d: _box_overlap(d.bbox, self.last.bbox))
-                chosen = best if _box_overlap(best.bbox, self.last.bbox) >= SAME_PERSON else None
+                best = max(people, key=lambda d: box_iou(d.bbox, self.last.bbox))
+                chosen = best if box_iou(best.bbox, self.last.bbox) >= SAME_PERSON else None
             found = None
             if chosen is not None:
                 for other in people:
                     if other is not chosen:
                         grey_out(rgb, tuple(v * self.factor for v in other.bbox))
                 tracked = detection_of(self.pose.process(rgb), width, height)
-                self.tracking = tracked is not None and _box_overlap(tracked.bbox, chosen.bbox) >= SAME_PERSON
+                self.tracking = tracked is not None and box_iou(tracked.bbox, chosen.bbox) >= SAME_PERSON
                 found = tracked if self.tracking else chosen
         if found is None:
             return None
@@ -610,8 +601,9 @@ def _finish(frames, locals_, transes, found, rest, fps, options, name, notes):
     if options.temporal and options.smooth:
         local_rot, trans = smooth_poses(local_rot, trans, SMOOTH_SIGMA_S * fps)
     joints = forward_kinematics(local_rot, rest, PARENTS, trans).positions
-    contact, _ = foot_contacts(joints, fps, _up(joints))
-    up, floor = floor_of(joints, contact, _up(joints))
+    shins = _up(joints)
+    contact, _ = foot_contacts(joints, fps, shins)
+    up, floor = floor_of(joints, contact, shins)
     if options.temporal and options.lock_feet and contact.any():
         local_rot, trans = lock_feet(local_rot, trans, rest, contact)
         joints = forward_kinematics(local_rot, rest, PARENTS, trans).positions
