@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..body.model import GENDERS, NUM_BETAS, load_body_model, open_body_path
+from ..body.model import GENDERS, NUM_BETAS, OPEN_PREFIX, load_body_model, open_body_path
 from ..core.errors import SmplIkError
 from ..core.files import write_json
 from ..core.kinematics import depth_levels
-from .rotations import axis_angle_to_matrix, shortest_arc, unit
+from .rotations import axis_angle_to_matrix, kabsch, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, SINGLE
 from ..motion.batch import build_dataset, save_npz_atomically
 
@@ -50,6 +50,7 @@ class PoseData:
     clips: list
     sha256: str
     weight: torch.Tensor = None   # (N,) chance of each frame being drawn; None: all alike
+    rest: torch.Tensor = None     # (C, 24, 3) the rest joints each clip was retargeted onto; None: unknown
 
 
 def ensure_data(path):
@@ -101,6 +102,7 @@ def load_pose_data(path, validation=VALIDATION_CLIPS):
         clip = d["clip"]
         clips = [str(c) for c in d["clips"]]
         source = d["source"] if "source" in d.files else None
+        rest = _clip_rest(d)
     names = [Path(c).name for c in clips]
     held = np.array([n in validation for n in names])
     is_val = held[clip]
@@ -113,8 +115,19 @@ def load_pose_data(path, validation=VALIDATION_CLIPS):
         if source is not None:   # each source the same share, split among its frames
             kinds, which, counts = np.unique(source[clip[m]], return_inverse=True, return_counts=True)
             weight = torch.from_numpy(1.0 / (counts[which] * len(kinds)))
-        return PoseData(torch.from_numpy(poses[m]), clip[m], clips, digest, weight)
+        return PoseData(torch.from_numpy(poses[m]), clip[m], clips, digest, weight, rest)
     return make(~is_val), make(is_val)
+
+
+def _clip_rest(d):
+    """(C, 24, 3) float32 rest joints of the body each clip of a build_dataset file was fitted
+    on (its `betas` on its `body_model`), or None when the file does not say (a user's body)."""
+    name = str(d["body_model"]) if "body_model" in d.files else ""
+    gender = name[len(OPEN_PREFIX):] if name.startswith(OPEN_PREFIX) else None
+    if "betas" not in d.files or gender not in GENDERS:
+        return None
+    body = load_body_model(open_body_path(gender))
+    return torch.from_numpy(body.rest_joints(d["betas"].astype(np.float64)).astype(np.float32))
 
 
 class TorchBody:
@@ -148,6 +161,34 @@ def vary_bones(rest, scale):
         p = PARENTS[j]
         out[:, j] = out[:, p] + scale[:, j, None] * (rest[:, j] - rest[:, p])
     return out
+
+
+def body_alignment(rest_from, rest_to):
+    """(N, 24, 3, 3) per joint, the rest-frame rotation taking its bones on rest_to onto the
+    same bones on rest_from (both (N, 24, 3)): Kabsch over the children where a joint has
+    several (the pelvis, the upper spine), the shortest arc for one, none for a leaf (the
+    retargeting aims a leaf along the source's own head, foot or hand)."""
+    eye = torch.eye(3, dtype=rest_to.dtype).expand(len(rest_to), 3, 3)
+    out = []
+    for j in range(NUM_JOINTS):
+        kids = list(CHILDREN[j])
+        if not kids:
+            out.append(eye)
+            continue
+        to, frm = rest_to[:, kids] - rest_to[:, j:j + 1], rest_from[:, kids] - rest_from[:, j:j + 1]
+        out.append(kabsch(to, frm) if len(kids) > 1 else shortest_arc(to[:, 0], frm[:, 0]))
+    return torch.stack(out, 1)
+
+
+def transfer_pose(local_rot, rest_from, rest_to):
+    """Local rotations (N, 24, 3, 3) of a pose on rest_from, carried onto rest_to as
+    retargeting would have put the same capture there: every joint keeps its bones' world
+    directions and its world frame turns only as much as that needs (L'_j = T_p^T L_j T_j,
+    T from `body_alignment`). Without it, a body whose rest spine bends otherwise (the open
+    male body's) would wear the neutral body's rotations and bend with them."""
+    t = body_alignment(rest_from, rest_to)
+    t_parent = torch.cat([torch.eye(3, dtype=t.dtype).expand(len(t), 1, 3, 3), t[:, list(PARENTS[1:])]], 1)
+    return t_parent.transpose(-1, -2) @ local_rot @ t
 
 
 def fk(local_rot, rest, trans=None):
@@ -207,7 +248,10 @@ class Augmentation:
     that it turns by a further random rotation of up to 45 degrees (poses the capture lacks).
     bend: the chance that the bone of each of bend_joints (indices of one-child joints) turns
     by up to bend_degrees with its twist kept (`bend_bones`). bone_spread: the standard deviation
-of each bone's length factor (left and right alike; on in every batch, as bodies differ)."""
+of each bone's length factor (left and right alike; on in every batch, as bodies differ).
+transfer: carry each pose from the body its clip was retargeted onto to the body drawn for it
+(`transfer_pose`), so a body whose rest spine bends otherwise wears the pose as retargeting
+onto it would have given it (needs the data's `rest`)."""
 
     swap: float = 0.0
     jitter: float = 0.0
@@ -215,17 +259,19 @@ of each bone's length factor (left and right alike; on in every batch, as bodies
     bend_joints: tuple = SINGLE
     bend_degrees: float = 40.0
     bone_spread: float = 0.04
+    transfer: bool = False
 
     @classmethod
     def from_args(cls, args):
         """From a trainer's --swap, --jitter, --bend, --bend-joints and --bend-degrees."""
         return cls(swap=args.swap, jitter=args.jitter, bend=args.bend, bend_joints=tuple(args.bend_joints),
-                   bend_degrees=args.bend_degrees)
+                   bend_degrees=args.bend_degrees, transfer=args.transfer)
 
     def record(self):
         """The settings for a training record (JSON; joints by name)."""
         return {"part_swap": self.swap, "jitter": self.jitter, "bend": self.bend, "bone_spread": self.bone_spread,
-                "bend_joints": [JOINT_NAMES[j] for j in self.bend_joints], "bend_degrees": self.bend_degrees}
+                "bend_joints": [JOINT_NAMES[j] for j in self.bend_joints], "bend_degrees": self.bend_degrees,
+                "transfer": self.transfer}
 
 
 def sample_batch(data, body, size, gen, augment=Augmentation()):
@@ -255,8 +301,6 @@ def sample_batch(data, body, size, gen, augment=Augmentation()):
         u[:, 0] = 1.0
         axis = torch.nn.functional.normalize(torch.randn(size, NUM_JOINTS, 3, generator=gen), dim=-1)
         turn = axis_angle_to_matrix(axis * torch.rand(size, NUM_JOINTS, 1, generator=gen) * np.radians(45.0))
-        rot = torch.where((u < jitter)[..., None, None], torch.eye(3),
-                          torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
     # the body, its shape's spread and its bones' lengths: drawn after the rest, so that the
     # poses match a run on one body
     which = torch.randint(len(body), (size,), generator=gen)
@@ -264,6 +308,13 @@ def sample_batch(data, body, size, gen, augment=Augmentation()):
     bones = (1.0 + augment.bone_spread * torch.randn(size, NUM_JOINTS, generator=gen)).clamp(0.85, 1.15)
     bones = 0.5 * (bones + bones[:, list(MIRROR)])   # left and right alike
     rest = vary_bones(body.rest_joints(betas * spread, which), bones)
+    if augment.transfer and data.rest is not None:   # before jitter: a rig's missing joint is missing on this body
+        source = data.rest[torch.as_tensor(data.clip)[idx]]
+        source = torch.where(flip[:, None, None], source[:, list(MIRROR)] * torch.tensor([-1.0, 1.0, 1.0]), source)
+        rot = transfer_pose(rot, source, rest)
+    if jitter > 0:
+        rot = torch.where((u < jitter)[..., None, None], torch.eye(3),
+                          torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
     if bend > 0:
         rot = bend_bones(rot, rest, bend, gen, augment.bend_joints, augment.bend_degrees)
     return rot, rest
@@ -318,6 +369,9 @@ def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, 
     parser.add_argument("--bend-joints", type=bend_joint_list, default=SINGLE, metavar="NAMES",
                         help="comma-separated joints that --bend turns (one child each; default all such joints)")
     parser.add_argument("--bend-degrees", type=float, default=40.0, help="largest --bend turn (default 40)")
+    parser.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=True,
+                        help="carry each pose onto the body drawn for it as retargeting onto that body would "
+                             "(default on; --no-transfer wears the retargeted body's rotations unchanged)")
     return parser
 
 
