@@ -25,6 +25,7 @@ from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, rot6d_t
 from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
+from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
 from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
 from .refine import RefineOptions, effector_errors, planted_feet, refine_many, refine_pose
 
@@ -118,12 +119,14 @@ class SolveOptions:
 @dataclass(frozen=True)
 class Condition:
     """What the flow decodes under, for B effector sets (`SmplIk.condition`): the deterministic
-    network's pose, local rotations (B, 24, 3, 3) and trans (B, 3), and the flow's context
-    (B, C) from the network's last hidden layer."""
+    network's pose, local rotations (B, 24, 3, 3) and trans (B, 3), the flow's context
+    (B, C) from the network's last hidden layer, and that layer (B, width), which the
+    hypotheses head reads."""
 
     local_rot: np.ndarray
     trans: np.ndarray
     context: np.ndarray
+    hidden: np.ndarray = None
 
 
 class Slot:
@@ -232,29 +235,38 @@ class SmplIk:
     two answers are averaged, so mirrored effectors give exactly the mirrored pose (and the
     held-out error drops by about 1 mm, 5%, at twice the network's cost; docs/learned_ik.md)."""
 
-    def __init__(self, params, config, symmetric=True, flow=None):
+    def __init__(self, params, config, symmetric=True, flow=None, hypotheses=None):
         self.config = config
         self.symmetric = symmetric
         self.flow = flow
+        self.hypotheses = hypotheses
         self.p = fold_norms(params, [(f"blocks.{i}.norm", f"blocks.{i}.fc1") for i in range(config["blocks"])]
                             + [("out_norm", "out")])
 
     @classmethod
-    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, flow_path=DEFAULT_FLOW_WEIGHTS):
+    def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, flow_path=DEFAULT_FLOW_WEIGHTS,
+             hypotheses_path=DEFAULT_HYPOTHESES_WEIGHTS):
         """flow_path: the generative weights (`flow.py`), loaded when the file exists (None:
         none) and was trained over these weights (the shipped flow is left out for others; a
         flow_path you name that does not fit is refused); without a flow only
-        mode="deterministic" solves."""
+        mode="deterministic" solves. hypotheses_path: the hypotheses head (`hypotheses.py`),
+        loaded alike; without it `sample` spreads along the flow's principal directions."""
         params, config = load_weights(path, ARCH, expected_shapes)
-        flow = None
-        if flow_path is not None and Path(flow_path).exists():
-            flow = PoseFlow.load(flow_path)
-            base = flow.config.get("base_sha256")
-            if base is not None and base != file_sha256(path):
-                if Path(flow_path) != DEFAULT_FLOW_WEIGHTS:
-                    raise SmplIkError(f"{flow_path}: this flow was trained over other deterministic weights than {path}")
-                flow = None   # the shipped flow belongs to the shipped network, not to these weights
-        return cls(params, config, symmetric=symmetric, flow=flow)
+        digest = file_sha256(path)
+
+        def belonging(extra_path, default, loader, what):
+            if extra_path is None or not Path(extra_path).exists():
+                return None
+            extra = loader(extra_path)
+            base = extra.config.get("base_sha256")
+            if base is not None and base != digest:
+                if Path(extra_path) != default:
+                    raise SmplIkError(f"{extra_path}: this {what} was trained over other deterministic weights than {path}")
+                return None   # the shipped one belongs to the shipped network, not to these weights
+            return extra
+        flow = belonging(flow_path, DEFAULT_FLOW_WEIGHTS, PoseFlow.load, "flow")
+        hypotheses = belonging(hypotheses_path, DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses.load, "hypotheses head")
+        return cls(params, config, symmetric=symmetric, flow=flow, hypotheses=hypotheses)
 
     def network(self, x, features=False):
         """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32; with features,
@@ -296,7 +308,7 @@ class SmplIk:
             raise SmplIkError(f"no generative weights for these SMPL-IK weights ({DEFAULT_FLOW_WEIGHTS} is missing "
                               "or belongs to other weights): only the deterministic solve is available")
         det, trans, hidden = self.predict(encoded, rest, features=True)
-        return Condition(local_rot=det, trans=trans, context=self.flow.context(hidden))
+        return Condition(local_rot=det, trans=trans, context=self.flow.context(hidden), hidden=hidden)
 
     def decode(self, condition, latents):
         """Poses from the flow (`flow.py`): a Condition (B sets) and latents (B, K, 72) -> local
@@ -375,13 +387,18 @@ class SmplIk:
         return self._solution(solution.local_rot, solution.trans, rest[0], condition, solution)
 
     def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
-               options=SolveOptions(), spread="principal"):
+               options=SolveOptions(), spread=None):
         """`count` alternative poses for the same effectors, in one batched pass of the
         networks, decoded from latents of the flow and, with options.refine, each made to meet
         the effectors (as `solve`; a sample whose refinement stalls short of a pin is refined
         again from nearer the natural pose). Temperature 0 gives the natural pose every time;
-        the default suits most problems. spread:
-        - "principal" (default): the latent directions that move the joints without effectors
+        the default suits most problems. spread (None: "hypotheses" when the head is loaded,
+        else "principal"):
+        - "hypotheses": the hypotheses head's poses (`hypotheses.py`), likeliest first, their
+          latents scaled by temperature / DEFAULT_TEMPERATURE (so the default gives them as
+          trained, 0 the natural pose); beyond the head's count, principal ones follow; seed
+          None or 0 gives them as they are, another int turns the principal ones;
+        - "principal": the latent directions that move the joints without effectors
           most (`principal_latents`), a step of temperature x PRINCIPAL_STEP each way along
           each, the strongest first; seed None or 0 gives those directions, another int a
           repeatable turn of them within the same subspace (another set as likely);
@@ -393,14 +410,21 @@ class SmplIk:
         options = _checked(options)
         if options.keep is not None or options.warm_start:
             raise SmplIkError("sample draws its poses from the flow: SolveOptions keep and warm_start are solve's")
+        if spread is None:
+            spread = "hypotheses" if self.hypotheses is not None else "principal"
         if spread not in SPREADS:
             raise SmplIkError(f"spread must be one of {', '.join(SPREADS)}, not {spread!r}")
+        if spread == "hypotheses" and self.hypotheses is None:
+            raise SmplIkError(f"no hypotheses head for these SMPL-IK weights ({DEFAULT_HYPOTHESES_WEIGHTS} is missing "
+                              "or belongs to other weights): use spread='principal' or 'random'")
         refine = options.refine
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         encoded = encode_effectors(effectors)
         condition = self.condition(encoded, rest)
         if spread == "random":
             latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
+        elif spread == "hypotheses":
+            latents = self.hypothesis_latents(condition, count, t, effectors, rest[0], seed)[None]
         else:
             latents = self.principal_latents(condition, effectors, rest[0], count, t * PRINCIPAL_STEP, seed)[None]
         local, trans = (x[0] for x in self.decode(condition, latents))
@@ -430,6 +454,19 @@ class SmplIk:
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
                            misses=r.misses, latent=final[k], condition=condition)
                 for k, r in enumerate(out)]
+
+    def hypothesis_latents(self, condition, count, temperature, effectors, rest_joints, seed=None):
+        """Latents (count, 72) under a Condition of one set: the flow's latents of the
+        hypotheses head's first min(count, head's count) poses, times temperature /
+        DEFAULT_TEMPERATURE, then principal latents (`principal_latents`) for the rest."""
+        head = self.hypotheses.residuals(condition.hidden)[0][:count]               # (H, 72)
+        local = condition.local_rot[0] @ axis_angle_to_matrix(head.reshape(len(head), NUM_JOINTS, 3))
+        latents = self.encode(condition, local) * (temperature / DEFAULT_TEMPERATURE)
+        if count > len(latents):
+            more = self.principal_latents(condition, effectors, rest_joints, count - len(latents),
+                                          temperature * PRINCIPAL_STEP, seed)
+            latents = np.concatenate([latents, more])
+        return latents
 
     def principal_latents(self, condition, effectors, rest_joints, count, step, seed=None):
         """Latents (count, 72) under a Condition of one set: +step and -step along each of the
@@ -551,7 +588,7 @@ class SmplIk:
         return self.predict(encoded, rest)
 
 
-SPREADS = ("principal", "random")   # how `sample` picks its latents
+SPREADS = ("hypotheses", "principal", "random")   # how `sample` picks its latents
 ALTERNATIVES_SEED = 0   # the add-on's Alternatives (and benchmark.py's): one repeatable set per problem
 PRINCIPAL_STEP = 2.5   # a principal alternative's latent step per unit of temperature (0.6: 1.5 latent units)
 PRINCIPAL_PROBE = 1e-2   # the latent step of the finite differences behind principal_latents

@@ -1,0 +1,125 @@
+"""Train SMPL-IK's hypotheses head (a few poses per problem, winner-takes-all) and write numpy
+weights plus a JSON record.
+
+    python scripts/train_hypotheses.py [--preset smoke|full] [--data FILE] [--out FILE] [--base FILE]
+
+The deterministic network (--base, default the shipped models/ik/weights/smplik.npz) stays
+fixed: it gives each problem its answer D and its last hidden layer, from which the head
+answers --count residual poses (models/ik/hypotheses.py). Each hypothesis's error is 5 x its
+mean joint distance (metres) plus --rotation-weight x its mean rotation error (radians) from
+the true pose; the loss is the smallest of these per problem plus --relax x their mean. Poses,
+bodies, augmentation and effector sets are the flow trainer's (scripts/train_flow.py). At the
+end the hypotheses are put in order of how often each was the nearest on validation problems.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from models.core.skeleton import NUM_JOINTS  # noqa: E402
+from models.ik.effectors import EncodedEffectors  # noqa: E402
+from models.ik.flow import file_sha256  # noqa: E402
+from models.ik.hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses  # noqa: E402
+from models.ik.nn import prepare  # noqa: E402
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
+from models.training.effectors import make_effectors  # noqa: E402
+from models.training.hypotheses import HypothesesTorch, winner_takes_all  # noqa: E402
+from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
+                                   load_pose_data, placed_batch, run_config, train, training_arguments)
+from models.training.rotations import axis_angle_to_matrix  # noqa: E402
+from models.training.smplik import SmplIkTorch  # noqa: E402
+
+PRESETS = {
+    "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 120},
+    "full": {"minutes": 35.0, "batch": 256, "lr": 1e-3, "max_steps": 10 ** 9},
+}
+MAX_EFF = 16       # effector sets as the flow's: 3-16, half the protocol's kinds, a quarter six points
+SIX_SHARE = 0.25
+
+
+def hypothesis_errors(base, head, rot, rest, pos, eff, rotation_weight):
+    """(B, K) errors of the head's hypotheses for one batch of problems."""
+    joints, feats, mask, _, _ = eff
+    b = len(rot)
+    with torch.no_grad():
+        det, det_trans, hidden = base(joints, feats, mask, rest, symmetric=True, features=True)
+    x = head(hidden)
+    k = x.shape[1]
+    local = det[:, None] @ axis_angle_to_matrix(x.reshape(b, k, NUM_JOINTS, 3))
+    _, p = fk(local.reshape(b * k, NUM_JOINTS, 3, 3), rest.repeat_interleave(k, 0), det_trans.repeat_interleave(k, 0))
+    joint_m = (p.reshape(b, k, NUM_JOINTS, 3) - pos[:, None]).norm(dim=-1).mean(-1)
+    rotation = geodesic(local, rot[:, None]).mean(-1)
+    return 5.0 * joint_m + rotation_weight * rotation
+
+
+def evaluate(base_params, base_config, head, data, body, frames=500, seed=1):
+    """Validation through the numpy runtime, without refinement: MPJPE (mm) of the
+    deterministic answer, and of the nearest of the hypotheses, on six points and on random
+    sets; and how often each hypothesis is the nearest (the order to store them in)."""
+    net = SmplIk(prepare(base_params), base_config)
+    numpy_head = Hypotheses(prepare(head.numpy_params(), np.float64), head.config)
+    gen = torch.Generator().manual_seed(seed)
+    rot, rest, trans, world, pos = placed_batch(data, body, min(frames, len(data.poses)), gen)
+    out, wins = {}, np.zeros(head.count)
+    for name, share in (("six_points", 1.0), ("random", 0.0)):
+        joints, feats, mask, _, _ = make_effectors(world, pos, gen, six_share=share, max_eff=MAX_EFF, equal_kinds=0.5)
+        encoded = EncodedEffectors(joints.numpy(), feats.double().numpy(), mask.double().numpy())
+        r = rest.double().numpy()
+        det, det_trans, hidden = net.predict(encoded, r, features=True)
+        x = numpy_head.residuals(hidden)
+        b, k = x.shape[:2]
+        local = np.repeat(det, k, axis=0) @ axis_angle_to_matrix(torch.from_numpy(x.reshape(b * k, NUM_JOINTS, 3))).numpy()
+        _, p = fk(torch.from_numpy(local).float(), rest.repeat_interleave(k, 0), torch.from_numpy(np.repeat(det_trans, k, 0)).float())
+        err = (p.reshape(b, k, NUM_JOINTS, 3) - pos[:, None]).norm(dim=-1).mean(-1).numpy() * 1000
+        _, p_det = fk(torch.from_numpy(det).float(), rest, torch.from_numpy(det_trans).float())
+        out[f"{name}_deterministic_mpjpe_mm"] = round(float((p_det - pos).norm(dim=-1).mean() * 1000), 2)
+        out[f"{name}_nearest_of_{k}_mpjpe_mm"] = round(float(err.min(1).mean()), 2)
+        wins += np.bincount(err.argmin(1), minlength=k)
+    return out, wins / wins.sum()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
+    ap.add_argument("--count", type=int, default=8, help="hypotheses per problem (default 8, the add-on's Alternatives)")
+    ap.add_argument("--relax", type=float, default=0.05,
+                    help="weight of the mean error of all hypotheses beside the nearest one's (default 0.05)")
+    ap.add_argument("--rotation-weight", type=float, default=0.5,
+                    help="weight of the rotation error (radians) beside 5 x the joint error (metres) (default 0.5)")
+    args = training_arguments(ap, PRESETS, DEFAULT_HYPOTHESES_WEIGHTS).parse_args(argv)
+    if args.count < 2:
+        raise SystemExit("--count: at least 2 hypotheses")
+    cfg = run_config(args, PRESETS)
+    train_set, val = load_pose_data(ensure_data(args.data))
+    body = TorchBody()
+    base = SmplIkTorch()
+    initialise(base, args.base)
+    base.requires_grad_(False)
+    head = HypothesesTorch(count=args.count, base_sha256=file_sha256(args.base))
+    before = initialise(head, args.init) if args.init else None
+    augment = Augmentation.from_args(args)
+
+    def batch_loss(gen):
+        rot, rest, _, world, pos = placed_batch(train_set, body, cfg["batch"], gen, augment)
+        eff = make_effectors(world, pos, gen, six_share=SIX_SHARE, max_eff=MAX_EFF, equal_kinds=0.5)
+        return winner_takes_all(hypothesis_errors(base, head, rot, rest, pos, eff, args.rotation_weight), args.relax)[0]
+
+    steps, seconds, history = train(head, batch_loss, cfg, args.seed)
+    base_params = base.numpy_params()
+    _, share = evaluate(base_params, base.config, head, val, body)
+    head.reorder(np.argsort(-share, kind="stable").tolist())
+    metrics, share = evaluate(base_params, base.config, head, val, body)
+    metrics["nearest_share"] = [round(float(s), 3) for s in share]
+    extra = {"base_weights": Path(args.base).name, "max_effectors_in_training": MAX_EFF, "six_point_share": SIX_SHARE,
+             "protocol_share": 0.5, "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
+    finish(head, args, cfg, train_set, steps, seconds, history, metrics, extra, before)
+
+
+if __name__ == "__main__":
+    main()
