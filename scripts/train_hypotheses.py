@@ -112,10 +112,10 @@ def main(argv=None):
 
     steps, seconds, history = train(head, batch_loss, cfg, args.seed)
     base_params = base.numpy_params()
-    _, share = evaluate(base_params, base.config, head, val, body)
-    head.reorder(np.argsort(-share, kind="stable").tolist())
     metrics, share = evaluate(base_params, base.config, head, val, body)
-    metrics["nearest_share"] = [round(float(s), 3) for s in share]
+    order = np.argsort(-share, kind="stable")
+    head.reorder(order.tolist())
+    metrics["nearest_share"] = [round(float(s), 3) for s in share[order]]
     extra = {"base_weights": Path(args.base).name, "max_effectors_in_training": MAX_EFF, "six_point_share": SIX_SHARE,
              "protocol_share": 0.5, "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
     finish(head, args, cfg, train_set, steps, seconds, history, metrics, extra, before)

@@ -459,9 +459,9 @@ class SmplIk:
         """Latents (count, 72) under a Condition of one set: the flow's latents of the
         hypotheses head's first min(count, head's count) poses, times temperature /
         DEFAULT_TEMPERATURE, then principal latents (`principal_latents`) for the rest."""
-        head = self.hypotheses.residuals(condition.hidden)[0][:count]               # (H, 72)
-        local = condition.local_rot[0] @ axis_angle_to_matrix(head.reshape(len(head), NUM_JOINTS, 3))
-        latents = self.encode(condition, local) * (temperature / DEFAULT_TEMPERATURE)
+        head = self.hypotheses.residuals(condition.hidden)[0][:count]               # (H, 72) residuals
+        context = np.broadcast_to(condition.context, (len(head), condition.context.shape[-1]))
+        latents = self.flow.inverse(head, context)[0] * (temperature / DEFAULT_TEMPERATURE)
         if count > len(latents):
             more = self.principal_latents(condition, effectors, rest_joints, count - len(latents),
                                           temperature * PRINCIPAL_STEP, seed)
