@@ -277,6 +277,10 @@ PRIOR_EQUALS = 0.02  # of the box diagonal: a keypoint this far off costs as muc
 PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned pose, or
 DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than MediaPipe puts it
                          #     (from the pelvis, along the camera's axis)
+PRIOR_FLOOR = 0.1        # the share of POSE_PRIOR_WEIGHT left once the fit has settled
+POSE_PRIOR_WEIGHT = 0.2  # the pose prior's residuals (models/ik/pose_prior.py) times this weigh as much
+                         # as keypoints off by PRIOR_EQUALS of the diagonal (chosen on rendered m21
+                         # frames of box-1, dance, kick, jump, wipe over 0, 0.05, 0.2, 0.5, 1)
 MIN_CONFIDENCE = 0.2     # keypoints the detector is less sure of are not fitted
 FIT_ITERATIONS = 40
 STEP_EPS = 1e-5          # radians / metres: the finite-difference step of the Jacobian
@@ -365,6 +369,8 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     - each keypoint's distance in the image from its detection, over the person's box diagonal,
       weighted by the detector's visibility and by a robust Cauchy weight (a keypoint off by
       ROBUST_SCALE of the diagonal counts half, so one wrong keypoint cannot drag the body), and
+    - the pose prior's max-mixture residuals (models.ik.pose_prior: how unlike real motion the
+      pose is), POSE_PRIOR_WEIGHT, and
     - the turn of each joint away from the learned start pose: the prior, which decides what
       one image cannot (depth along the camera's ray, twist about a bone); PRIOR_SIGMA radians
       weigh as much as PRIOR_EQUALS of the diagonal in the image.
@@ -411,6 +417,11 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         lifted = np.where(np.isfinite(start.targets), start.targets, lifted)
     lifted_depth = lifted[seen, 2] - lifted[0, 2]
 
+    if POSE_PRIOR_WEIGHT > 0:
+        from ..ik.pose_prior import load_pose_prior
+        pose_prior = load_pose_prior()
+        pose_scale = [PRIOR_EQUALS * POSE_PRIOR_WEIGHT]
+
     def residuals(local_b, trans_b):
         """(B, R) residuals of B candidate poses, and the 2D error (B, K) in diagonals."""
         fk_b = forward_kinematics(local_b, rest, PARENTS, trans_b)
@@ -419,7 +430,10 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         err = np.where(np.isfinite(err), err, 10.0)      # behind the camera: far off
         prior = matrix_to_axis_angle(start_t @ local_b[:, 1:]).reshape(len(local_b), -1) * prior_scale
         depth = (fk_b.positions[:, seen, 2] - fk_b.positions[:, :1, 2] - lifted_depth) * depth_scale
-        return err, np.concatenate([prior, depth], axis=1)
+        extra = [prior, depth]
+        if POSE_PRIOR_WEIGHT > 0:
+            extra.append(pose_prior.residuals(local_b) * pose_scale[0])
+        return err, np.concatenate(extra, axis=1)
 
     def total(err, prior, robust):
         r = np.concatenate([(err * np.sqrt(weight * robust)[:, None]).reshape(len(err), -1), prior], axis=1)
@@ -435,6 +449,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         # the robust scale starts wide (the start can be far off everywhere) and narrows; a
         # warm start is near already
         scale = ROBUST_SCALE * (1.0 if warm else max(1.0, 8.0 * 0.7 ** (taken - 1)))
+        if POSE_PRIOR_WEIGHT > 0:   # the pose prior eases off as the fit settles (to PRIOR_FLOOR of it)
+            pose_scale[0] = PRIOR_EQUALS * POSE_PRIOR_WEIGHT * max(PRIOR_FLOOR, 0.8 ** (taken - 1))
+            err, prior = residuals(local[None], trans[None])
         robust = 1.0 / (1.0 + (dist / scale) ** 2)
         r0, cost = total(err, prior, robust)
         # candidates: each joint's rotation turned by STEP_EPS about each axis (the root in the

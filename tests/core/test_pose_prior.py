@@ -1,0 +1,48 @@
+"""The pose prior (models/ik/pose_prior.py): its file, its two readings, and what it prefers."""
+import numpy as np
+import pytest
+
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
+from models.ik.pose_prior import DEFAULT_POSE_PRIOR, DIM, load_pose_prior
+
+
+def test_weights_load_without_pickle():
+    with np.load(DEFAULT_POSE_PRIOR, allow_pickle=False) as npz:
+        assert {"means", "precision_chol", "log_weights"} <= set(npz.files)
+    prior = load_pose_prior()
+    assert np.isclose(np.exp(prior.log_weights).sum(), 1.0, atol=1e-4)
+
+
+def test_max_mixture_bounds_the_exact_likelihood():
+    """0.5 |r|^2 is the best component's -log(w_k N_k) less its constant: the exact mixture
+    NLL lies between it and it less log K."""
+    prior = load_pose_prior()
+    gen = np.random.default_rng(0)
+    aa = np.zeros((20, NUM_JOINTS, 3))
+    aa[:, 1:] = prior.means[gen.integers(len(prior.means), size=20)].reshape(20, -1, 3) + 0.1 * gen.normal(size=(20, NUM_JOINTS - 1, 3))
+    rot = axis_angle_to_matrix(aa)
+    r = prior.residuals(rot)
+    assert r.shape == (20, DIM + 1)
+    approx = 0.5 * (r ** 2).sum(-1) + prior.component_cost.min() - prior._log_norm
+    exact = prior.nll(rot)
+    assert np.all(approx >= exact - 1e-6)
+    assert np.all(approx <= exact + np.log(len(prior.means)) + 1e-6)
+
+
+def test_prefers_a_knee_bent_forward_to_one_bent_backward():
+    prior = load_pose_prior()
+    aa = np.zeros((2, NUM_JOINTS, 3))
+    knee = JOINT_INDEX["left_knee"]
+    aa[0, knee, 0] = 1.0     # SMPL knees bend about +x
+    aa[1, knee, 0] = -1.0    # hyperextended by as much
+    nll = prior.nll(axis_angle_to_matrix(aa))
+    assert nll[0] < nll[1] - 10.0
+
+
+def test_rejects_wrong_shapes():
+    from models.core.errors import SmplIkError
+    from models.ik.pose_prior import PosePrior
+
+    with pytest.raises(SmplIkError, match="pose prior"):
+        PosePrior(np.zeros((2, 5)), np.zeros((2, 5, 5)), np.zeros(2))
