@@ -278,7 +278,7 @@ PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned
 DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than MediaPipe puts it
                          #     (from the pelvis, along the camera's axis)
 PRIOR_FLOOR = 0.1        # the share of POSE_PRIOR_WEIGHT left once the fit has settled
-POSE_PRIOR_WEIGHT = 0.2  # the pose prior's residuals (models/ik/pose_prior.py) times this weigh as much
+POSE_PRIOR_WEIGHT = 0.0  # off until the video fit is retuned with it; 0.2 measured best. When on, the pose prior's residuals (models/ik/pose_prior.py) times this weigh as much
                          # as keypoints off by PRIOR_EQUALS of the diagonal (chosen on rendered m21
                          # frames of box-1, dance, kick, jump, wipe over 0, 0.05, 0.2, 0.5, 1)
 MIN_CONFIDENCE = 0.2     # keypoints the detector is less sure of are not fitted
@@ -370,7 +370,7 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
       weighted by the detector's visibility and by a robust Cauchy weight (a keypoint off by
       ROBUST_SCALE of the diagonal counts half, so one wrong keypoint cannot drag the body), and
     - the pose prior's max-mixture residuals (models.ik.pose_prior: how unlike real motion the
-      pose is), POSE_PRIOR_WEIGHT, and
+      pose is), weighted POSE_PRIOR_WEIGHT (0: not used), and
     - the turn of each joint away from the learned start pose: the prior, which decides what
       one image cannot (depth along the camera's ray, twist about a bone); PRIOR_SIGMA radians
       weigh as much as PRIOR_EQUALS of the diagonal in the image.
@@ -449,8 +449,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         # the robust scale starts wide (the start can be far off everywhere) and narrows; a
         # warm start is near already
         scale = ROBUST_SCALE * (1.0 if warm else max(1.0, 8.0 * 0.7 ** (taken - 1)))
-        if POSE_PRIOR_WEIGHT > 0:   # the pose prior eases off as the fit settles (to PRIOR_FLOOR of it)
-            pose_scale[0] = PRIOR_EQUALS * POSE_PRIOR_WEIGHT * max(PRIOR_FLOOR, 0.8 ** (taken - 1))
+        if POSE_PRIOR_WEIGHT > 0:   # the pose prior eases off as the fit settles (to PRIOR_FLOOR of
+            # it); a warm start has settled already
+            pose_scale[0] = PRIOR_EQUALS * POSE_PRIOR_WEIGHT * (PRIOR_FLOOR if warm else max(PRIOR_FLOOR, 0.8 ** (taken - 1)))
             err, prior = residuals(local[None], trans[None])
         robust = 1.0 / (1.0 + (dist / scale) ** 2)
         r0, cost = total(err, prior, robust)
