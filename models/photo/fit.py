@@ -278,9 +278,10 @@ PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned
 DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than MediaPipe puts it
                          #     (from the pelvis, along the camera's axis)
 PRIOR_FLOOR = 0.1        # the share of POSE_PRIOR_WEIGHT left once the fit has settled
-POSE_PRIOR_WEIGHT = 0.0  # off until the video fit is retuned with it; 0.2 measured best. When on, the pose prior's residuals (models/ik/pose_prior.py) times this weigh as much
-                         # as keypoints off by PRIOR_EQUALS of the diagonal (chosen on rendered m21
-                         # frames of box-1, dance, kick, jump, wipe over 0, 0.05, 0.2, 0.5, 1)
+# The pose prior's residuals (models/ik/pose_prior.py) times POSE_PRIOR_WEIGHT weigh as much as
+# keypoints off by PRIOR_EQUALS of the diagonal. 0.2 measured best on rendered m21 frames (box-1,
+# dance, kick, jump, wipe; of 0, 0.05, 0.2, 0.5, 1); off (0) until the video fit is retuned with it.
+POSE_PRIOR_WEIGHT = 0.0
 MIN_CONFIDENCE = 0.2     # keypoints the detector is less sure of are not fitted
 FIT_ITERATIONS = 40
 STEP_EPS = 1e-5          # radians / metres: the finite-difference step of the Jacobian
@@ -417,10 +418,15 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         lifted = np.where(np.isfinite(start.targets), start.targets, lifted)
     lifted_depth = lifted[seen, 2] - lifted[0, 2]
 
+    def pose_scale_at(step):
+        """The pose prior's scale at descent step `step` (from 1): it eases off as the fit
+        settles, to PRIOR_FLOOR of it; a warm start has settled already."""
+        return PRIOR_EQUALS * POSE_PRIOR_WEIGHT * (PRIOR_FLOOR if warm else max(PRIOR_FLOOR, 0.8 ** (step - 1)))
+
     if POSE_PRIOR_WEIGHT > 0:
         from ..ik.pose_prior import load_pose_prior
         pose_prior = load_pose_prior()
-        pose_scale = [PRIOR_EQUALS * POSE_PRIOR_WEIGHT]
+    pose_scale = pose_scale_at(1)
 
     def residuals(local_b, trans_b):
         """(B, R) residuals of B candidate poses, and the 2D error (B, K) in diagonals."""
@@ -432,7 +438,7 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         depth = (fk_b.positions[:, seen, 2] - fk_b.positions[:, :1, 2] - lifted_depth) * depth_scale
         extra = [prior, depth]
         if POSE_PRIOR_WEIGHT > 0:
-            extra.append(pose_prior.residuals(local_b) * pose_scale[0])
+            extra.append(pose_prior.residuals(local_b) * pose_scale)
         return err, np.concatenate(extra, axis=1)
 
     def total(err, prior, robust):
@@ -449,9 +455,8 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         # the robust scale starts wide (the start can be far off everywhere) and narrows; a
         # warm start is near already
         scale = ROBUST_SCALE * (1.0 if warm else max(1.0, 8.0 * 0.7 ** (taken - 1)))
-        if POSE_PRIOR_WEIGHT > 0:   # the pose prior eases off as the fit settles (to PRIOR_FLOOR of
-            # it); a warm start has settled already
-            pose_scale[0] = PRIOR_EQUALS * POSE_PRIOR_WEIGHT * (PRIOR_FLOOR if warm else max(PRIOR_FLOOR, 0.8 ** (taken - 1)))
+        if pose_scale_at(taken) != pose_scale:   # the current pose's cost at the new scale
+            pose_scale = pose_scale_at(taken)
             err, prior = residuals(local[None], trans[None])
         robust = 1.0 / (1.0 + (dist / scale) ** 2)
         r0, cost = total(err, prior, robust)
