@@ -277,11 +277,13 @@ PRIOR_EQUALS = 0.02  # of the box diagonal: a keypoint this far off costs as muc
 PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned pose, or
 DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than MediaPipe puts it
                          #     (from the pelvis, along the camera's axis)
-PRIOR_FLOOR = 0.1        # the share of POSE_PRIOR_WEIGHT left once the fit has settled
+PRIOR_FLOOR = 0.3        # the share of POSE_PRIOR_WEIGHT left once the fit has settled: the
+                         # largest of 0.1, 0.3, 0.5, 1 that still meets exact keypoints (the
+                         # synthetic scene: 0.3 leaves 0.8 px median, 2.5 px p90; 0.5 4.3 px p90)
 # The pose prior's residuals (models/ik/pose_prior.py) times POSE_PRIOR_WEIGHT weigh as much as
 # keypoints off by PRIOR_EQUALS of the diagonal. 0.2 measured best on rendered m21 frames (box-1,
-# dance, kick, jump, wipe; of 0, 0.05, 0.2, 0.5, 1); off (0) until the video fit is retuned with it.
-POSE_PRIOR_WEIGHT = 0.0
+# dance, kick, jump, wipe; of 0, 0.05, 0.2, 0.5, 1).
+POSE_PRIOR_WEIGHT = 0.2
 MIN_CONFIDENCE = 0.2     # keypoints the detector is less sure of are not fitted
 FIT_ITERATIONS = 40
 STEP_EPS = 1e-5          # radians / metres: the finite-difference step of the Jacobian
