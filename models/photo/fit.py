@@ -425,12 +425,16 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         settles, to PRIOR_FLOOR of it; a warm start has settled already."""
         return PRIOR_EQUALS * POSE_PRIOR_WEIGHT * (PRIOR_FLOOR if warm else max(PRIOR_FLOOR, 0.8 ** (step - 1)))
 
+    def robust_scale_at(step):
+        """The robust scale at step `step`: it starts wide (the start can be far off everywhere)
+        and narrows to ROBUST_SCALE; a warm start is near already."""
+        return ROBUST_SCALE * (1.0 if warm else max(1.0, 8.0 * 0.7 ** (step - 1)))
+
     if POSE_PRIOR_WEIGHT > 0:
         from ..ik.pose_prior import load_pose_prior
         pose_prior = load_pose_prior()
-    pose_scale = pose_scale_at(1)
 
-    def residuals(local_b, trans_b):
+    def residuals(local_b, trans_b, pose_scale):
         """(B, R) residuals of B candidate poses, and the 2D error (B, K) in diagonals."""
         fk_b = forward_kinematics(local_b, rest, PARENTS, trans_b)
         uv = camera.project(points.positions(fk_b))
@@ -449,58 +453,63 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
 
     n = 3 * NUM_JOINTS + 3
     eye = np.eye(3)
-    damping = 1e-3
-    err, prior = residuals(local[None], trans[None])
-    taken = 0
-    for taken in range(1, int(iterations) + 1):
-        dist = np.linalg.norm(err[0], axis=1)
-        # the robust scale starts wide (the start can be far off everywhere) and narrows; a
-        # warm start is near already
-        scale = ROBUST_SCALE * (1.0 if warm else max(1.0, 8.0 * 0.7 ** (taken - 1)))
-        if pose_scale_at(taken) != pose_scale:   # the current pose's cost at the new scale
-            pose_scale = pose_scale_at(taken)
-            err, prior = residuals(local[None], trans[None])
-        robust = 1.0 / (1.0 + (dist / scale) ** 2)
-        r0, cost = total(err, prior, robust)
-        # candidates: each joint's rotation turned by STEP_EPS about each axis (the root in the
-        # camera's frame, the others in their own), then the translation moved along each axis
-        turns = axis_angle_to_matrix(STEP_EPS * eye)
-        cand_local = np.repeat(local[None], n, axis=0)
-        cand_trans = np.repeat(trans[None], n, axis=0)
-        for j in range(NUM_JOINTS):
-            for a in range(3):
-                c = 3 * j + a
-                cand_local[c, j] = turns[a] @ local[j] if j == 0 else local[j] @ turns[a]
-        cand_trans[3 * NUM_JOINTS:] += STEP_EPS * eye
-        r_c, _ = total(*residuals(cand_local, cand_trans), robust)
-        jac = (r_c - r0[0]).T / STEP_EPS                          # (R, n)
-        jtj, jtr = jac.T @ jac, jac.T @ r0[0]
-        while True:
-            step = -np.linalg.solve(jtj + damping * (np.diag(np.diag(jtj)) + 1e-9 * np.eye(n)), jtr)
-            rot = axis_angle_to_matrix(step[:3 * NUM_JOINTS].reshape(NUM_JOINTS, 3))
-            new_local = local @ rot
-            new_local[0] = rot[0] @ local[0]
-            new_local = clamp_to_limits(new_local)
-            new_trans = trans + step[3 * NUM_JOINTS:]
-            new_err, new_prior = residuals(new_local[None], new_trans[None])
-            _, new_cost = total(new_err, new_prior, robust)
-            if new_cost[0] < cost[0]:
+    turns = axis_angle_to_matrix(STEP_EPS * eye)
+
+    def descend(local, trans, first, last):
+        """Damped Gauss-Newton steps `first`..`last` (the scales follow the step numbers) from
+        local, trans: (local, trans, the 2D error (K, 2) in diagonals, the last step taken)."""
+        damping = 1e-3
+        pose_scale = pose_scale_at(first)
+        err, prior = residuals(local[None], trans[None], pose_scale)
+        taken = first - 1
+        for taken in range(first, last + 1):
+            if pose_scale_at(taken) != pose_scale:   # the current pose's cost at the new scale
+                pose_scale = pose_scale_at(taken)
+                err, prior = residuals(local[None], trans[None], pose_scale)
+            dist = np.linalg.norm(err[0], axis=1)
+            robust = 1.0 / (1.0 + (dist / robust_scale_at(taken)) ** 2)
+            r0, cost = total(err, prior, robust)
+            # candidates: each joint's rotation turned by STEP_EPS about each axis (the root in
+            # the camera's frame, the others in their own), then the translation moved along each
+            cand_local = np.repeat(local[None], n, axis=0)
+            cand_trans = np.repeat(trans[None], n, axis=0)
+            for j in range(NUM_JOINTS):
+                for a in range(3):
+                    c = 3 * j + a
+                    cand_local[c, j] = turns[a] @ local[j] if j == 0 else local[j] @ turns[a]
+            cand_trans[3 * NUM_JOINTS:] += STEP_EPS * eye
+            r_c, _ = total(*residuals(cand_local, cand_trans, pose_scale), robust)
+            jac = (r_c - r0[0]).T / STEP_EPS                          # (R, n)
+            jtj, jtr = jac.T @ jac, jac.T @ r0[0]
+            while True:
+                step = -np.linalg.solve(jtj + damping * (np.diag(np.diag(jtj)) + 1e-9 * np.eye(n)), jtr)
+                rot = axis_angle_to_matrix(step[:3 * NUM_JOINTS].reshape(NUM_JOINTS, 3))
+                new_local = local @ rot
+                new_local[0] = rot[0] @ local[0]
+                new_local = clamp_to_limits(new_local)
+                new_trans = trans + step[3 * NUM_JOINTS:]
+                new_err, new_prior = residuals(new_local[None], new_trans[None], pose_scale)
+                _, new_cost = total(new_err, new_prior, robust)
+                if new_cost[0] < cost[0]:
+                    break
+                damping *= 10.0
+                if damping > 1e6:
+                    break
+            if new_cost[0] >= cost[0]:
                 break
-            damping *= 10.0
-            if damping > 1e6:
+            improvement = (cost[0] - new_cost[0]) / max(cost[0], 1e-12)
+            local, trans, err, prior = new_local, new_trans, new_err, new_prior
+            damping = max(damping / 10.0, 1e-6)
+            if improvement < 1e-6:
                 break
-        if new_cost[0] >= cost[0]:
-            break
-        improvement = (cost[0] - new_cost[0]) / max(cost[0], 1e-12)
-        local, trans, err, prior = new_local, new_trans, new_err, new_prior
-        damping = max(damping / 10.0, 1e-6)
-        if improvement < 1e-6:
-            break
+        return local, trans, err[0], taken
+
+    local, trans, err, taken = descend(local, trans, 1, int(iterations))
 
     fk = forward_kinematics(local, rest, PARENTS, trans)
     error_px = np.full(len(KEYPOINTS), np.nan)
     fitted = weight > 0
-    error_px[np.array(kept)[fitted]] = np.linalg.norm(err[0][fitted], axis=1) * diagonal
+    error_px[np.array(kept)[fitted]] = np.linalg.norm(err[fitted], axis=1) * diagonal
     return ImageFit(local_rot=local, trans=trans, joints=fk.positions, projected=camera.project(fk.positions),
                     camera=camera, confident=start.confident, keypoint_error_px=error_px,
                     keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=start,

@@ -237,6 +237,33 @@ def test_bus_finds_the_people_standing_largest_first(images, open_body):
     assert pose.local_rot[0][2, 2] > 0.5                               # still facing +Z
 
 
+def test_a_mirrored_look_gives_back_the_persons_own_left_and_right(images):
+    """The man in the light coat looked at in the photo mirrored: mirrored back, each of his
+    shoulders, elbows, hips, knees and ankles lies nearer where the plain look puts that
+    landmark than where it puts its other-side twin (exchanged, left for right, it would be the
+    other way round), and within 8% of his box's diagonal; his left shoulder is still on +X in
+    SMPL's frame. passes=1 is the plain look itself; the fused detection (the median of the
+    looks) differs from it, but no limb landmark by more than 8% of the diagonal."""
+    rgb = detect.read_image(images / "bus.jpg")
+    first = detect.detect_people(rgb, passes=1)[0]
+    with detect._POSE_LOCK:
+        plain = detect.look(detect._pose_solution(), rgb)
+        mirrored = detect.look(detect._pose_solution(), rgb, mirror=True)
+    np.testing.assert_allclose(plain.image_xy, first.image_xy)
+    x0, y0, x1, y1 = first.bbox
+    diagonal = np.hypot(x1 - x0, y1 - y0)
+    limbs = np.array([11, 12, 13, 14, 23, 24, 25, 26, 27, 28])
+    twins = detect.MIRRORED[limbs]
+    assert (twins != limbs).all()
+    same = np.linalg.norm(mirrored.image_xy[limbs] - first.image_xy[limbs], axis=1)
+    other = np.linalg.norm(mirrored.image_xy[limbs] - first.image_xy[twins], axis=1)
+    assert (same < other).all() and same.max() < 0.08 * diagonal
+    assert mirrored.world[11, 0] > mirrored.world[12, 0]
+    fused = detect.detect_people(rgb)[0]
+    assert not np.array_equal(fused.image_xy, first.image_xy)
+    assert np.linalg.norm(fused.image_xy[limbs] - first.image_xy[limbs], axis=1).max() < 0.08 * diagonal
+
+
 def test_bus_max_people_limits_the_passes(images):
     assert len(detect.detect_people(detect.read_image(images / "bus.jpg"), max_people=1)) == 1
 
