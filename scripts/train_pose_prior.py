@@ -85,10 +85,8 @@ def em(x, weight, k, iterations, gen, regularisation=REGULARISATION, log=print):
         mix = mass / mass.sum()
         # E step
         prior = as_prior(means, cov, mix)
-        z = prior._whitened(x)
-        log_p = prior._log_norm - 0.5 * np.einsum("nki,nki->nk", z, z) - prior.component_cost
-        top = log_p.max(1, keepdims=True)
-        log_total = top[:, 0] + np.log(np.exp(log_p - top).sum(1))
+        log_p = prior.component_log_likelihood(x)
+        log_total = np.logaddexp.reduce(log_p, axis=1)
         resp = np.exp(log_p - log_total[:, None])
         history.append(float(weight @ log_total))
         if step % 10 == 0:

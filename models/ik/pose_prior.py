@@ -66,10 +66,16 @@ class PosePrior:
         """(..., K, 69) L_k^T (theta - mu_k) for features theta (..., 69)."""
         return np.einsum("kji,...kj->...ki", self.precision_chol, theta[..., None, :] - self.means)
 
+    def component_log_likelihood(self, theta):
+        """(..., K) log(w_k N(theta; mu_k, Sigma_k)) of features theta (..., 69), each
+        component's weighted density: their log-sum-exp is the log-likelihood, their softmax
+        each component's responsibility."""
+        z = self._whitened(np.asarray(theta, dtype=np.float64))
+        return self._log_norm - 0.5 * np.einsum("...ki,...ki->...k", z, z) - self.component_cost
+
     def nll_of_features(self, theta):
         """(...,) exact negative log-likelihood of features (..., 69)."""
-        z = self._whitened(np.asarray(theta, dtype=np.float64))
-        log_p = self._log_norm - 0.5 * np.einsum("...ki,...ki->...k", z, z) - self.component_cost
+        log_p = self.component_log_likelihood(theta)
         top = log_p.max(axis=-1, keepdims=True)
         return -(top[..., 0] + np.log(np.exp(log_p - top).sum(axis=-1)))
 

@@ -46,3 +46,20 @@ def test_rejects_wrong_shapes():
 
     with pytest.raises(SmplIkError, match="pose prior"):
         PosePrior(np.zeros((2, 5)), np.zeros((2, 5, 5)), np.zeros(2))
+
+
+def test_each_components_log_likelihood_is_its_weighted_gaussian_density():
+    """component_log_likelihood against the textbook density, built here from the stored
+    precision factors: log w_k - 0.5 log det(2 pi Sigma_k) - 0.5 d^T Sigma_k^-1 d; their
+    log-sum-exp is minus the NLL."""
+    prior = load_pose_prior()
+    theta = prior.means[3] + 0.05 * np.random.default_rng(1).normal(size=(5, DIM))
+    expected = np.empty((5, len(prior.means)))
+    for k, (mean, chol) in enumerate(zip(prior.means, prior.precision_chol)):
+        precision = chol @ chol.T
+        d = theta - mean
+        _, logdet = np.linalg.slogdet(2 * np.pi * np.linalg.inv(precision))
+        expected[:, k] = prior.log_weights[k] - 0.5 * logdet - 0.5 * np.einsum("ni,ij,nj->n", d, precision, d)
+    got = prior.component_log_likelihood(theta)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-6)
+    np.testing.assert_allclose(np.logaddexp.reduce(got, axis=1), -prior.nll_of_features(theta), rtol=1e-10)
