@@ -33,6 +33,9 @@ GREY = 128
 PASSES = 4
 CROP_MARGIN = 0.25
 SAME_PERSON_IOU = 0.5
+TILES = 3                # a side, in a photo that shows nobody as a whole (detect_people)
+TILE_MIN_VISIBILITY = 0.5
+TORSO = (11, 12, 23, 24)  # MediaPipe's shoulders and hips
 # MediaPipe's landmark numbers with left and right exchanged (what a mirrored photo shows).
 MIRRORED = np.arange(NUM_LANDMARKS)
 for _left, _right in [(1, 4), (2, 5), (3, 6), (7, 8), (9, 10)] + [(i, i + 1) for i in range(11, NUM_LANDMARKS, 2)]:
@@ -146,14 +149,19 @@ def grey_out(image, bbox):
     return (*g0, *g1)
 
 
-def detect_people(rgb, max_people=3, passes=PASSES):
+def detect_people(rgb, max_people=3, passes=PASSES, tiles=True):
     """People in a photo, largest bounding box first ([] when nobody is found).
 
     rgb: (H, W, 3) uint8. MediaPipe's legacy Pose finds one person per pass; each found
     person's box (enlarged by BBOX_MARGIN a side) is painted grey and the photo searched again,
     up to max_people passes. A pass that lands mostly on an already greyed box ends the search.
     passes (1 to PASSES): how many looks each person's keypoints are the median of (see
-    PASSES; 1: MediaPipe's first answer as it is). Returns a list of Detection.
+    PASSES; 1: MediaPipe's first answer as it is). tiles: where the whole photo shows nobody
+    (MediaPipe's person detector sees the photo shrunk small: a person small in it is lost), search
+    TILES parts of it instead (half its width and height, overlapping by half); a person found
+    there counts only when both looks at their crop find them again and their shoulders and
+    hips are seen (visibility TILE_MIN_VISIBILITY): a part of a photo shows MediaPipe people in
+    clutter and in pieces of people, with landmarks anywhere. Returns a list of Detection.
     """
     rgb = _check_rgb(rgb)
     if max_people < 1:
@@ -167,9 +175,29 @@ def detect_people(rgb, max_people=3, passes=PASSES):
             found_now = detection_of(pose.process(image), width, height)
             if found_now is None or any(_overlap(found_now.bbox, g) > 0.5 for g in greyed):
                 break
-            found.append(_looked_again(pose, image, found_now, passes))
+            found.append(_looked_again(pose, image, found_now, passes)[0])
             greyed.append(grey_out(image, found_now.bbox))
+        if not found and tiles:
+            for window in _tiles(width, height):
+                if len(found) >= max_people:
+                    break
+                found_now = look(pose, image, window)
+                if found_now is None or any(_overlap(found_now.bbox, g) > 0.5 for g in greyed):
+                    continue
+                fused, confirmed = _looked_again(pose, image, found_now, PASSES)
+                if confirmed[0] and confirmed[1] and fused.visibility[list(TORSO)].min() >= TILE_MIN_VISIBILITY:
+                    found.append(fused if passes > 1 else found_now)
+                    greyed.append(grey_out(image, found_now.bbox))
     return sorted(found, key=lambda d: d.area, reverse=True)
+
+
+def _tiles(width, height):
+    """The parts (x0, y0, x1, y1) of a photo searched where it shows nobody as a whole: half
+    its width and height, TILES a side, overlapping by half."""
+    w, h = max(width // 2, 2), max(height // 2, 2)
+    xs = np.linspace(0, width - w, TILES).round().astype(int)
+    ys = np.linspace(0, height - h, TILES).round().astype(int)
+    return [(int(x), int(y), int(x) + w, int(y) + h) for y in ys for x in xs]
 
 
 def _box_of(xy, width, height):
@@ -197,23 +225,26 @@ def look(pose, image, window=None, mirror=False):
 
 
 def _looked_again(pose, image, first, passes):
-    """`first` (a Detection in `image`) with each landmark the median of it and up to
-    passes - 1 more looks (see PASSES) that find the same person."""
+    """(`first` (a Detection in `image`) with each landmark the median of it and up to
+    passes - 1 more looks (see PASSES) that find the same person, which of those looks did
+    (a tuple of bool))."""
     height, width = image.shape[:2]
     x0, y0, x1, y1 = first.bbox
     mx, my = CROP_MARGIN * (x1 - x0) + 1, CROP_MARGIN * (y1 - y0) + 1
     crop = (int(max(0, np.floor(x0 - mx))), int(max(0, np.floor(y0 - my))),
             int(min(width, np.ceil(x1 + mx))), int(min(height, np.ceil(y1 + my))))
-    seen = [first]
+    seen, confirmed = [first], []
     for window, mirror in [(crop, False), (crop, True), (None, True)][:max(int(passes) - 1, 0)]:
         d = look(pose, image, window, mirror)
-        if d is not None and box_iou(d.bbox, first.bbox) >= SAME_PERSON_IOU:
+        confirmed.append(d is not None and box_iou(d.bbox, first.bbox) >= SAME_PERSON_IOU)
+        if confirmed[-1]:
             seen.append(d)
     if len(seen) == 1:
-        return first
+        return first, tuple(confirmed)
     xy = np.median([d.image_xy for d in seen], axis=0)
     return Detection(world=np.median([d.world for d in seen], axis=0), image_xy=xy,
-                     visibility=np.median([d.visibility for d in seen], axis=0), bbox=_box_of(xy, width, height))
+                     visibility=np.median([d.visibility for d in seen], axis=0),
+                     bbox=_box_of(xy, width, height)), tuple(confirmed)
 
 
 def read_image(path):

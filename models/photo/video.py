@@ -271,7 +271,8 @@ class _Tracker:
             self.pose = None
 
     def _people(self, rgb, name, frame):
-        people = [_scaled(d, self.factor) for d in detect_people(rgb, max_people=max(3, self.person + 2), passes=1)]
+        people = [_scaled(d, self.factor) for d in detect_people(rgb, max_people=max(3, self.person + 2), passes=1,
+                                                                   tiles=False)]
         if self.last is None and people and self.person >= len(people):
             found = "only 1 person" if len(people) == 1 else f"only {len(people)} people"
             raise SmplIkError(f"{name}: the first frame with people (frame {frame}) shows {found}, so there is "

@@ -268,6 +268,23 @@ def test_bus_max_people_limits_the_passes(images):
     assert len(detect.detect_people(detect.read_image(images / "bus.jpg"), max_people=1)) == 1
 
 
+def test_a_person_small_in_a_large_photo_is_found_in_a_part_of_it(images):
+    """bus.jpg's man in the light coat (580 pixels high) pasted onto a grey 3200 x 3200 photo:
+    MediaPipe looking at the whole photo finds nobody; the search of its parts finds him, where
+    he was pasted (his keypoints there as in bus.jpg, within 5% of his height)."""
+    rgb = detect.read_image(images / "bus.jpg")
+    x0, y0, x1, y1 = (0, 380, 300, 960)
+    canvas = np.full((3200, 3200, 3), 128, np.uint8)
+    ox, oy = 1920, 1760
+    canvas[oy:oy + y1 - y0, ox:ox + x1 - x0] = rgb[y0:y1, x0:x1]
+    assert detect.detect_people(canvas, tiles=False) == []
+    found = detect.detect_people(canvas)
+    assert len(found) == 1
+    there = detect.detect_people(rgb)[0].image_xy + (ox - x0, oy - y0)
+    torso_and_limbs = [11, 12, 13, 14, 23, 24, 25, 26, 27, 28]
+    assert np.linalg.norm(found[0].image_xy[torso_and_limbs] - there[torso_and_limbs], axis=1).max() < 0.05 * 580
+
+
 def test_zidane_finds_nobody(images):
     assert detect.detect_people(detect.read_image(images / "zidane.jpg")) == []
 
