@@ -1,5 +1,5 @@
-"""Benchmark pose from a photo against labelled frames: the camera-matched fit, today's lift
-and MediaPipe's own 3D landmarks, in one run over the same frames.
+"""Benchmark pose from a photo against labelled frames: the camera-matched fit, today's lift,
+the lifter alone and MediaPipe's own 3D landmarks, in one run over the same frames.
 
     python scripts/benchmark_photo.py --data DIR --json OUT [--max-frames N]
 
@@ -24,6 +24,8 @@ coordinates (x, y, z) become (x, -y, -z)):
                  fails on every found frame for one reason)
   lift           models.photo.fit.pose_from_detection: today's pose, MediaPipe's 3D directions
                  on the body (its joints by forward kinematics; it stands at the origin)
+  lifter         models.photo.lifter.lift_detection: the joints the lifter answers from the 2D
+                 keypoints alone, through the same camera (no head points: no head figure)
   mediapipe_raw  MediaPipe's world landmarks as SMPL joints (models.photo.fit.smpl_targets: the
                  limb joints are the landmarks, the neck comes from the shoulders and hips)
 The body is the open neutral body at zero betas.
@@ -88,8 +90,9 @@ from models.core.rotations import unit  # noqa: E402
 from models.core.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
 from models.photo.camera import camera_for_image  # noqa: E402
 from models.photo.detect import box_iou  # noqa: E402
+from models.photo.lifter import lift_detection  # noqa: E402
 
-METHODS = ("fit", "lift", "mediapipe_raw")
+METHODS = ("fit", "lift", "lifter", "mediapipe_raw")
 MIN_IOU = 0.1
 PCK_FRACTION = 0.1
 SIDES = ("left", "right")
@@ -325,6 +328,11 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
         out["lift"] = Estimate(points, flat)
     except SmplIkError as exc:
         out["lift"] = str(exc)
+    try:
+        lifted = lift_detection(detection, camera)
+        out["lifter"] = Estimate({n: lifted[JOINT_INDEX[n]] for n in SMPL_JOINTS})
+    except SmplIkError as exc:
+        out["lifter"] = str(exc)
     try:
         out["mediapipe_raw"] = Estimate(mediapipe_points(detection))
     except SmplIkError as exc:

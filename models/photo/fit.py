@@ -275,8 +275,13 @@ KEYPOINTS = (
 ROBUST_SCALE = 0.03      # of the box diagonal: a keypoint this far off counts half (Cauchy)
 PRIOR_EQUALS = 0.02  # of the box diagonal: a keypoint this far off costs as much as...
 PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned pose, or
-DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than MediaPipe puts it
-                         #     (from the pelvis, along the camera's axis)
+DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than the photo's
+                         #     readings put it (from the pelvis, along the camera's axis)
+# The lifter's share of the depth reading, MediaPipe's the rest: the two err about as much.
+# Their joints' depths from the hips were 124 (MediaPipe) and 141 mm (lifter) off on the
+# labelled 3DHP photos, 112 and 86 mm on pictures rendered from m21 motion capture: weights
+# in inverse proportion to those errors squared give the lifter 0.44 and 0.63.
+LIFTER_SHARE = 0.5
 PRIOR_FLOOR = 0.3        # the share of POSE_PRIOR_WEIGHT left once the fit has settled: the
                          # largest of 0.1, 0.3, 0.5, 1 that still meets exact keypoints (the
                          # synthetic scene: 0.3 leaves 0.8 px median, 2.5 px p90; 0.5 4.3 px p90)
@@ -312,6 +317,15 @@ class ImageFit:
     start: PhotoPose
     iterations: int
     notes: tuple = ()
+
+
+def _lifter_targets(detection, rest, camera, lifter=None):
+    """(24, 3) the joints a lifter (models.photo.lifter; None: the shipped one) lifts from the
+    detection's 2D keypoints through `camera`, at the body's bone lengths (body_targets), in
+    the camera's axes. SmplIkError when too few keypoints are seen to lift."""
+    from .lifter import lift_detection
+
+    return body_targets(lift_detection(detection, camera, lifter), np.ones(NUM_JOINTS, dtype=bool), rest)
 
 
 def _body_points(rest, body, betas):
@@ -359,7 +373,7 @@ def _solve_root_translation(points, observed, weights, camera):
 
 
 def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=0.5, start=None,
-                 iterations=FIT_ITERATIONS):
+                 iterations=FIT_ITERATIONS, lifter=None):
     """Fit a body with rest joints `rest` (24, 3) to a Detection through `camera`; returns an
     ImageFit. body (a BodyModel, optional) and its betas give the surface points the face, heel,
     toe and finger keypoints stand for (without it only joints are fitted).
@@ -377,6 +391,11 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     - the turn of each joint away from the learned start pose: the prior, which decides what
       one image cannot (depth along the camera's ray, twist about a bone); PRIOR_SIGMA radians
       weigh as much as PRIOR_EQUALS of the diagonal in the image.
+    - each seen joint's depth (from the pelvis, along the camera's axis) away from where the
+      photo's two readings put it on average: MediaPipe's 3D landmarks (what the person looks
+      like) and the lifter's joints (models.photo.lifter: where in depth joints most likely
+      are for keypoints laid out so, learned from motion capture), LIFTER_SHARE of the
+      lifter's; DEPTH_SIGMA metres weigh as much as PRIOR_EQUALS of the diagonal.
     Knees and elbows are kept inside the joint ranges after every step
     (models.ik.refine.JOINT_LIMITS). The body's size is its shape's: the depth comes from how
     large the person is in the image. SmplIkError when too little of the person is visible.
@@ -384,9 +403,12 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     start: None (the lift above), or a pose (local_rot (24, 3, 3), trans (3,)) in the camera's
     frame to start from instead, such as the fit of a video's previous frame (a warm start):
     no lift is solved, the prior pulls toward that pose, the depth term toward this
-    detection's own 3D landmarks (body_targets) and the robust scale starts narrow, so a few
-    `iterations` (the most descent steps taken) suffice. The ImageFit's `start` is then a
-    PhotoPose of method "warm" (that pose, and the detection's targets put at its pelvis)."""
+    detection's own 3D landmarks (body_targets; the lifter is not run) and the robust scale
+    starts narrow, so a few `iterations` (the most descent steps taken) suffice. The ImageFit's `start` is then a
+    PhotoPose of method "warm" (that pose, and the detection's targets put at its pelvis).
+
+    lifter: the lifter whose reading of the depths joins MediaPipe's (a PhotoLifter, or any
+    callable taking its features; None: the shipped weights)."""
     from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
     from ..ik.refine import clamp_to_limits
 
@@ -419,6 +441,12 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     if warm:   # the detection's own depths, about the start's pelvis
         lifted = np.where(np.isfinite(start.targets), start.targets, lifted)
     lifted_depth = lifted[seen, 2] - lifted[0, 2]
+    if not warm:   # and the lifter's, where it can lift this person
+        try:
+            keyed = _lifter_targets(detection, rest, camera, lifter)
+            lifted_depth = (1.0 - LIFTER_SHARE) * lifted_depth + LIFTER_SHARE * (keyed[seen, 2] - keyed[0, 2])
+        except SmplIkError:
+            pass
 
     def pose_scale_at(step):
         """The pose prior's scale at descent step `step` (from 1): it eases off as the fit

@@ -185,8 +185,8 @@ def test_the_script_writes_every_method_over_the_found_frames(photo_set, tmp_pat
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["frames"] == 3 and report["found"] == 1 and report["data"] == str(photo_set)
-    assert set(report["methods"]) == {"fit", "lift", "mediapipe_raw"}
-    for name in ("lift", "mediapipe_raw"):
+    assert set(report["methods"]) == {"fit", "lift", "lifter", "mediapipe_raw"}
+    for name in ("lift", "lifter", "mediapipe_raw"):
         r = report["methods"][name]
         assert r["frames"] == 1 and {"mpjpe_mm", "pa_mpjpe_mm", "limb_deg"} <= set(r)
         assert 0 < r["pa_mpjpe_mm"] < 1000 and 0 < r["mpjpe_mm"] < 1000 and 0 < r["limb_deg"] < 180
@@ -195,7 +195,7 @@ def test_the_script_writes_every_method_over_the_found_frames(photo_set, tmp_pat
     assert "skipped" in fit or {"mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "head_deg"} <= set(fit)
     first, corner, grey = report["per_frame"]
     assert first["found"] and not corner["found"] and not grey["found"]
-    assert set(first["methods"]) == {"fit", "lift", "mediapipe_raw"}
+    assert set(first["methods"]) == {"fit", "lift", "lifter", "mediapipe_raw"}
     assert "lift" in run.stdout and "mediapipe_raw" in run.stdout
 
 

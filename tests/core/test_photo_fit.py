@@ -1,6 +1,7 @@
 """The camera-matched fit on synthetic scenes: the open body posed and skinned, its joints and
 surface landmarks projected through a known camera as MediaPipe's keypoints, MediaPipe's 3D made
-from the same body with its depth disturbed; the fit must find the pose and the place again."""
+from the same body with its depth disturbed (and, where a test says so, a stand-in lifter reading
+the depths as well as that); the fit must find the pose and the place again."""
 import numpy as np
 import pytest
 
@@ -50,6 +51,18 @@ def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, s
     return detect.Detection(world=world, image_xy=xy, visibility=vis, bbox=(*lo, *hi)), out.posed_joints
 
 
+def reading(joints):
+    """A stand-in lifter that answers `joints` (24, 3, camera frame) less their pelvis."""
+    joints = np.asarray(joints, dtype=np.float64)
+    return lambda features: (joints - joints[0])[None]
+
+
+def agreeing(det):
+    """A stand-in lifter that reads the depths as the scene's MediaPipe does (its world
+    landmarks as SMPL joints): the fit's depth reading is then MediaPipe's, as where both agree."""
+    return reading(fit.smpl_targets(det)[0])
+
+
 def head_forward(local):
     """The head's forward direction: its world rotation (forward kinematics of local rotations
     (24, 3, 3)) applied to the body's forward, +Z."""
@@ -72,7 +85,7 @@ def test_the_fit_recovers_pose_and_place_through_a_known_camera(open_body):
     truth_local = natural_pose()
     det, truth = scene(open_body, truth_local, camera)
     rest = open_body.rest_joints(np.zeros(10))
-    result = fit.fit_to_image(det, rest, camera, body=open_body)
+    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
     fitted = ~np.isnan(result.keypoint_error_px)
     assert fitted.sum() >= 20
     assert np.median(result.keypoint_error_px[fitted]) < 2.0 and np.percentile(result.keypoint_error_px[fitted], 90) < 4.0
@@ -88,7 +101,7 @@ def test_the_fit_beats_the_lift_when_mediapipe_depth_is_poor(open_body):
     camera = default_camera(1920, 1080)
     det, truth = scene(open_body, natural_pose(), camera, depth_noise=0.08, seed=3)
     rest = open_body.rest_joints(np.zeros(10))
-    result = fit.fit_to_image(det, rest, camera, body=open_body)
+    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
     from models.core.kinematics import forward_kinematics
     from models.core.skeleton import PARENTS
 
@@ -98,15 +111,30 @@ def test_the_fit_beats_the_lift_when_mediapipe_depth_is_poor(open_body):
     assert np.median(fit_px) < 0.5 * np.median(lift_px)
 
 
+def test_the_lifters_reading_weighs_beside_mediapipes(open_body):
+    """MediaPipe reads the depths well (2 cm off a landmark): a lifter that reads them right too
+    keeps the pose, one that reads every joint mirrored in depth pulls it away by its share;
+    the shipped lifter, which never saw this scene, comes within twice the exact 20 mm."""
+    camera = default_camera(1920, 1080)
+    det, truth = scene(open_body, natural_pose(), camera)
+    rest = open_body.rest_joints(np.zeros(10))
+    right = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
+    mirrored = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth * [1, 1, -1]))
+    shipped = fit.fit_to_image(det, rest, camera, body=open_body)
+    errors = [1e3 * procrustes_error(f.joints, truth) for f in (right, mirrored, shipped)]
+    assert errors[0] < 20.0 and errors[1] > 1.5 * errors[0] and errors[2] < 40.0, errors
+
+
 @pytest.mark.parametrize("turn, tilt", [(0.8, 0.0), (-0.6, 0.3)])
 def test_the_head_follows_a_turned_head(open_body, turn, tilt):
     camera = default_camera(1920, 1080)
     truth_local = natural_pose(head_turn=turn, head_tilt=tilt)
     det, _ = scene(open_body, truth_local, camera, depth_noise=0.05)
-    flat = detect.Detection(world=det.world * [1, 1, 0], image_xy=det.image_xy,   # MediaPipe sees no depth at all:
-                            visibility=det.visibility, bbox=det.bbox)             # the face's keypoints must turn the head
-    det = flat
-    result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body)
+    flat = detect.Detection(world=det.world * [1, 1, 0], image_xy=det.image_xy,   # MediaPipe sees no depth at all
+                            visibility=det.visibility, bbox=det.bbox)             # (nor the lifter): the face's
+    det = flat                                                                    # keypoints must turn the head
+    result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body,
+                              lifter=agreeing(det))
     truth_dir, fit_dir = head_forward(truth_local), head_forward(result.local_rot)
     angle = np.degrees(np.arccos(np.clip(truth_dir @ fit_dir, -1, 1)))
     assert angle < 10.0, angle
@@ -136,7 +164,7 @@ def test_a_scene_stands_people_on_the_floor_and_keeps_the_overlay(open_body):
         local = natural_pose()
         local[0] = tilt @ local[0]
         det, _ = scene(open_body, local, camera, trans=tilt @ np.array(level) + (tilt - np.eye(3)) @ rest[0], seed=k)
-        fits.append(fit.fit_to_image(det, rest, camera, body=open_body))
+        fits.append(fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det)))
     placed = fit.photo_scene(fits, [rest, rest])
     assert placed.tilt_deg == pytest.approx(15.0, abs=4.0)   # two people's feet on one floor give the camera's tilt
     for (local, trans), f in zip(placed.poses, fits):
@@ -162,7 +190,7 @@ def test_a_person_bent_forward_leaves_a_level_camera_level(open_body):
     local = axis_angle_to_matrix(aa)
     det, _ = scene(open_body, local, camera)
     rest = open_body.rest_joints(np.zeros(10))
-    result = fit.fit_to_image(det, rest, camera, body=open_body)
+    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
     assert np.degrees(np.arccos((result.local_rot[0] @ [0, 1.0, 0])[1])) > 35.0   # the pelvis is bent
     from models.core.kinematics import forward_kinematics
     from models.core.skeleton import PARENTS
