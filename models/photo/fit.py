@@ -404,8 +404,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     frame to start from instead, such as the fit of a video's previous frame (a warm start):
     no lift is solved, the prior pulls toward that pose, the depth term toward this
     detection's own 3D landmarks (body_targets; the lifter is not run) and the robust scale
-    starts narrow, so a few `iterations` (the most descent steps taken) suffice. The ImageFit's `start` is then a
-    PhotoPose of method "warm" (that pose, and the detection's targets put at its pelvis).
+    starts narrow, so a few `iterations` (the most descent steps taken) suffice. The
+    ImageFit's `start` is then a PhotoPose of method "warm" (that pose, and the detection's
+    targets put at its pelvis).
 
     lifter: the lifter whose reading of the depths joins MediaPipe's (a PhotoLifter, or any
     callable taking its features; None: the shipped weights)."""
