@@ -85,6 +85,7 @@ def main(argv=None):
     ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS)
     ap.add_argument("--width", type=int, default=512, help="hidden width (default 512)")
     ap.add_argument("--blocks", type=int, default=2, help="residual blocks (default 2)")
+    ap.set_defaults(bend=0.1)   # bent-over and reaching poses the capture holds few of
     args = ap.parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))

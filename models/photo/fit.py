@@ -278,9 +278,9 @@ PRIOR_SIGMA = 3.0        # ... a joint turned this many radians from the learned
 DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than the photo's
                          #     readings put it (from the pelvis, along the camera's axis)
 # The lifter's share of the depth reading, MediaPipe's the rest: the two err about as much.
-# Their joints' depths from the hips were 124 (MediaPipe) and 141 mm (lifter) off on the
+# Their joints' depths from the hips were 124 (MediaPipe) and 116 mm (lifter) off on the
 # labelled 3DHP photos, 112 and 86 mm on pictures rendered from m21 motion capture: weights
-# in inverse proportion to those errors squared give the lifter 0.44 and 0.63.
+# in inverse proportion to those errors squared give the lifter 0.53 and 0.63.
 LIFTER_SHARE = 0.5
 PRIOR_FLOOR = 0.3        # the share of POSE_PRIOR_WEIGHT left once the fit has settled: the
                          # largest of 0.1, 0.3, 0.5, 1 that still meets exact keypoints (the

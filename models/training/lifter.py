@@ -56,8 +56,8 @@ class Views:
     elevation: tuple = (-15.0, 45.0)
     roll: float = 8.0
     distance: tuple = (2.0, 10.0)
-    off_axis: float = 0.35
-    focal_error: float = 1.25
+    off_axis: float = 0.5
+    focal_error: float = 2.0
     noise: float = 0.08
     outliers: float = 0.03
     unseen: float = 0.35
