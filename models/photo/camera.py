@@ -50,6 +50,12 @@ class Camera:
         out[depth <= 0] = np.nan
         return out
 
+    def rays(self, pixels):
+        """(..., 2) the rays x / -z, y / -z through pixels (..., 2): where `project` puts a
+        point (x, y, z), the inverse up to the point's depth."""
+        xy = np.asarray(pixels, dtype=np.float64)
+        return np.stack([(xy[..., 0] - self.cx) / self.focal_px, (self.cy - xy[..., 1]) / self.focal_px], -1)
+
     @property
     def diagonal_px(self):
         return float(np.hypot(self.width, self.height))

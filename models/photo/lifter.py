@@ -26,11 +26,12 @@ import numpy as np
 from ..core.errors import SmplIkError
 from ..core.skeleton import NUM_JOINTS
 from ..ik.nn import WEIGHTS_DIR, linear, load_weights
+from .fit import KEYPOINTS
 
 ARCH = "photo-lifter-v1"
 DEFAULT_LIFTER_WEIGHTS = WEIGHTS_DIR / "photo_lifter.npz"
-# MediaPipe landmark numbers read, in order (models.photo.fit.KEYPOINTS' landmarks).
-KEYPOINT_LANDMARKS = (11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28, 0, 2, 5, 7, 8, 29, 30, 31, 32, 19, 20)
+# MediaPipe landmark numbers read, in order: the photo fit's keypoints.
+KEYPOINT_LANDMARKS = tuple(landmark for landmark, _, _ in KEYPOINTS)
 NUM_KEYPOINTS = len(KEYPOINT_LANDMARKS)
 INPUT_DIM = 3 * NUM_KEYPOINTS + 2
 MIN_SEEN = 4          # fewer seen keypoints than this: nothing to lift
@@ -91,12 +92,6 @@ def load_lifter(path=DEFAULT_LIFTER_WEIGHTS):
     return PhotoLifter.load(path)
 
 
-def camera_rays(image_xy, camera):
-    """(..., 2) rays x / -z, y / -z (y up) of pixels (..., 2) through `camera`."""
-    xy = np.asarray(image_xy, dtype=np.float64)
-    return np.stack([(xy[..., 0] - camera.cx) / camera.focal_px, (camera.cy - xy[..., 1]) / camera.focal_px], -1)
-
-
 def lift_detection(detection, camera, lifter=None, min_visibility=SEEN_VISIBILITY):
     """(24, 3) a detected person's joints less their pelvis, camera frame, metres, from their
     2D keypoints through `camera` (keypoints with visibility >= min_visibility). SmplIkError
@@ -108,4 +103,4 @@ def lift_detection(detection, camera, lifter=None, min_visibility=SEEN_VISIBILIT
         raise SmplIkError(f"cannot lift this person: only {int(seen.sum())} keypoints were seen "
                           f"(at least {MIN_SEEN} are needed)")
     lifter = load_lifter() if lifter is None else lifter
-    return lifter(features(camera_rays(np.where(seen[:, None], xy, 0.0), camera), seen.astype(np.float64)))[0]
+    return lifter(features(camera.rays(np.where(seen[:, None], xy, 0.0)), seen.astype(np.float64)))[0]

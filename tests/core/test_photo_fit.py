@@ -77,6 +77,8 @@ def test_the_camera_projects_as_a_pinhole():
     assert np.allclose(cam.project([0.0, 0.0, -3.0]), [500, 400])
     assert np.allclose(cam.project([1.0, 1.0, -1.0]), [1000, -100])   # 45 degrees right and up: f pixels off
     assert np.isnan(cam.project([0.0, 0.0, 1.0])).all()               # behind the camera
+    point = np.array([0.4, -0.3, -2.5])
+    assert np.allclose(cam.rays(cam.project(point)), point[:2] / 2.5)   # rays invert the projection
     assert default_camera(3000, 4000).diagonal_fov_deg == pytest.approx(55.0)
 
 
