@@ -82,10 +82,9 @@ def evaluate(model, val, body, table, views, batches=8, size=512):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS)
+    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, bend=0.1)   # bent-over, reaching poses are few
     ap.add_argument("--width", type=int, default=512, help="hidden width (default 512)")
     ap.add_argument("--blocks", type=int, default=2, help="residual blocks (default 2)")
-    ap.set_defaults(bend=0.1)   # bent-over and reaching poses the capture holds few of
     args = ap.parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))

@@ -347,9 +347,9 @@ def training_record(config, preset, data, seconds, steps, metrics, extra=None):
             "date": time.strftime("%Y-%m-%d"), **(extra or {})}
 
 
-def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, jitter=0.0):
+def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, jitter=0.0, bend=0.0):
     """The command-line options every trainer shares (Augmentation.from_args reads --swap,
-    --jitter and the --bend ones); jitter: the trainer's --jitter default."""
+    --jitter and the --bend ones); jitter, bend: the trainer's --jitter and --bend defaults."""
     parser.add_argument("--preset", choices=presets, default="full")
     parser.add_argument("--data", type=Path, default=default_data,
                         help="training poses from scripts/build_dataset.py")
@@ -364,8 +364,9 @@ def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, 
     parser.add_argument("--jitter", type=float, default=jitter,
                         help="chance that a joint is set to its rest rotation, and again that it turns by up to "
                              f"45 degrees more (default {jitter:g}{': off' if not jitter else ''})")
-    parser.add_argument("--bend", type=float, default=0.0,
-                        help="chance that a joint's bone turns further, its twist kept (default 0: off)")
+    parser.add_argument("--bend", type=float, default=bend,
+                        help="chance that a joint's bone turns further, its twist kept "
+                             f"(default {bend:g}{': off' if not bend else ''})")
     parser.add_argument("--bend-joints", type=bend_joint_list, default=SINGLE, metavar="NAMES",
                         help="comma-separated joints that --bend turns (one child each; default all such joints)")
     parser.add_argument("--bend-degrees", type=float, default=40.0, help="largest --bend turn (default 40)")
