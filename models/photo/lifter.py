@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import SmplIkError
-from ..core.skeleton import NUM_JOINTS
+from ..core.skeleton import MIRROR, NUM_JOINTS
 from ..ik.nn import WEIGHTS_DIR, linear, load_weights
+from .detect import MIRRORED
 from .fit import KEYPOINTS
 
 ARCH = "photo-lifter-v1"
@@ -33,6 +34,8 @@ DEFAULT_LIFTER_WEIGHTS = WEIGHTS_DIR / "photo_lifter.npz"
 # MediaPipe landmark numbers read, in order: the photo fit's keypoints.
 KEYPOINT_LANDMARKS = tuple(landmark for landmark, _, _ in KEYPOINTS)
 NUM_KEYPOINTS = len(KEYPOINT_LANDMARKS)
+# KEYPOINT_MIRROR[k]: the keypoint on the other side of the body (itself on the midline).
+KEYPOINT_MIRROR = tuple(KEYPOINT_LANDMARKS.index(int(MIRRORED[lm])) for lm in KEYPOINT_LANDMARKS)
 INPUT_DIM = 3 * NUM_KEYPOINTS + 2
 MIN_SEEN = 4          # fewer seen keypoints than this: nothing to lift
 # A keypoint MediaPipe is at least this sure of counts as seen. Low visibility means likely
@@ -56,6 +59,17 @@ def features(rays, seen):
     return np.concatenate([flat, seen, centre], axis=-1)
 
 
+def mirrored(x):
+    """(..., INPUT_DIM) the features of the picture mirrored left-right about its principal
+    point: each keypoint takes its mirror's place, with x negated."""
+    x = np.asarray(x, dtype=np.float64)
+    k = NUM_KEYPOINTS
+    flip = np.array([-1.0, 1.0])
+    rays = x[..., :2 * k].reshape(x.shape[:-1] + (k, 2))[..., KEYPOINT_MIRROR, :] * flip
+    return np.concatenate([rays.reshape(x.shape[:-1] + (2 * k,)), x[..., 2 * k:3 * k][..., KEYPOINT_MIRROR],
+                           x[..., 3 * k:] * flip], axis=-1)
+
+
 def expected_shapes(cfg):
     w, blocks = cfg["width"], cfg["blocks"]
     shapes = {"fc_in.weight": (w, INPUT_DIM), "fc_in.bias": (w,), "out.weight": (3 * NUM_JOINTS, w),
@@ -69,18 +83,30 @@ def expected_shapes(cfg):
 
 class PhotoLifter:
     """The numpy network. `PhotoLifter.load(path)` checks the file; `__call__(features)` ->
-    (B, 24, 3) joints less the pelvis, camera frame, metres."""
+    (B, 24, 3) joints less the pelvis, camera frame, metres. With `mirror` (the default) the
+    answer is averaged with the mirrored picture's answer mirrored back, so a mirrored picture
+    gets exactly the mirrored joints (on the labelled 3DHP photos the lifter's PA-MPJPE went
+    from 107.1 to 100.0 mm, on rendered pictures from 74.4 to 74.0)."""
 
-    def __init__(self, params, config):
+    def __init__(self, params, config, mirror=True):
         self.config = config
         self.blocks = int(config["blocks"])
         self.p = params
+        self.mirror = mirror
 
     @classmethod
-    def load(cls, path=DEFAULT_LIFTER_WEIGHTS):
-        return cls(*load_weights(Path(path), ARCH, expected_shapes))
+    def load(cls, path=DEFAULT_LIFTER_WEIGHTS, mirror=True):
+        return cls(*load_weights(Path(path), ARCH, expected_shapes), mirror=mirror)
 
     def __call__(self, x):
+        x = np.asarray(x, dtype=np.float64).reshape(-1, INPUT_DIM)
+        if not self.mirror:
+            return self.network(x)
+        back = self.network(mirrored(x))[:, list(MIRROR)] * np.array([-1.0, 1.0, 1.0])
+        return 0.5 * (self.network(x) + back)
+
+    def network(self, x):
+        """The network's own answer (B, 24, 3) for features (B, INPUT_DIM)."""
         x = np.asarray(x, dtype=np.float32).reshape(-1, INPUT_DIM)
         h = np.maximum(linear(x, self.p, "fc_in"), 0.0)
         for b in range(self.blocks):

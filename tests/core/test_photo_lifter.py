@@ -12,6 +12,7 @@ from models.core.skeleton import PARENTS
 from models.photo import lifter
 from models.photo.camera import default_camera
 from models.photo.detect import Detection
+from models.photo.fit import KEYPOINTS
 
 torch = pytest.importorskip("torch")
 
@@ -35,9 +36,35 @@ def test_numpy_lifter_matches_torch():
     assert np.abs(x_torch.numpy() - x_numpy).max() < 1e-9
     want = net(x_torch).detach().numpy()
     from models.ik.nn import prepare
-    got = lifter.PhotoLifter(prepare(net.numpy_params(), np.float64), net.config)(x_numpy)
+    got = lifter.PhotoLifter(prepare(net.numpy_params(), np.float64), net.config, mirror=False)(x_numpy)
     assert got.shape == (5, 24, 3)
     assert np.abs(got - want).max() < 1e-4 and np.abs(want).max() > 1e-3
+
+
+def test_mirrored_picture_gets_the_mirrored_joints():
+    from models.core.skeleton import JOINT_INDEX, MIRROR
+    from models.ik.nn import prepare
+    from models.training.lifter import LifterTorch
+
+    torch.manual_seed(4)
+    net = LifterTorch(width=32, blocks=1).double()
+    params = prepare(net.numpy_params(), np.float64)
+    rays, seen = random_views(b=3)
+    # the picture mirrored about its principal point: every keypoint on the other side
+    names = [n for _, n, _ in KEYPOINTS]
+    assert names[lifter.KEYPOINT_MIRROR[names.index("left_elbow")]] == "right_elbow"
+    assert names[lifter.KEYPOINT_MIRROR[names.index("nose")]] == "nose"
+    flipped = rays[:, list(lifter.KEYPOINT_MIRROR)] * np.array([-1.0, 1.0])
+    x, x_flipped = lifter.features(rays, seen), lifter.features(flipped, seen[:, list(lifter.KEYPOINT_MIRROR)])
+    assert np.allclose(lifter.mirrored(x), x_flipped)
+    sym = lifter.PhotoLifter(params, net.config)
+    a, b = sym(x), sym(x_flipped)
+    back = b[:, list(MIRROR)] * np.array([-1.0, 1.0, 1.0])
+    assert np.abs(a - back).max() < 1e-6
+    assert np.allclose(a[:, JOINT_INDEX["left_wrist"], 0], -b[:, JOINT_INDEX["right_wrist"], 0], atol=1e-6)
+    # the plain network is not symmetric, so the test above is not met by chance
+    raw = lifter.PhotoLifter(params, net.config, mirror=False)
+    assert np.abs(raw(x) - raw(x_flipped)[:, list(MIRROR)] * np.array([-1.0, 1.0, 1.0])).max() > 1e-3
 
 
 def test_features_forget_distance_and_ignore_unseen_rays():
