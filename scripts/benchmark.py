@@ -57,7 +57,9 @@ pose refined as the add-on solves:
   smplik_collision  on up to 100 protocol frames: fraction_natural, fraction_alternatives
                  (8 samples each) and fraction_deterministic, the fraction of poses with a
                  hand or forearm capsule more than 1 cm inside the trunk or a thigh;
-                 *_without_terms and *_truth as for smplik_balance
+                 *_without_terms and *_truth as for smplik_balance; *_unforced: only the
+                 collisions the pins do not force (a pinned wrist or elbow that itself lies
+                 more than 1 cm inside, models.ik.cost.pinned_depth, is the pins' doing)
 SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
 inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
@@ -412,9 +414,11 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
     whose centre of mass is over the support polygon of both soles (within 1 mm,
     cost.balance_distance). Self-collision, on `frames` protocol frames: the fraction of
     natural, deterministic and alternative poses (`samples` each) with a hand or forearm capsule
-    more than 1 cm inside the trunk or a thigh (cost.collision_depth)."""
+    more than 1 cm inside the trunk or a thigh (cost.collision_depth); `*_unforced` counts only
+    those whose pins do not put the arm there (cost.pinned_depth)."""
     from models.core.kinematics import FKResult
-    from models.ik.cost import HAND_AND_FOREARM, SUPPORT_HEIGHT, BodyParts, balance_distance, collision_depth
+    from models.ik.cost import (HAND_AND_FOREARM, SUPPORT_HEIGHT, BodyParts, balance_distance, collision_depth,
+                                pinned_depth)
     from models.ik.refine import RefineOptions, effector_errors
 
     reference = BodyParts.from_body(body)
@@ -430,6 +434,13 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
     def deep(solution, parts):
         return bool(collision_depth(solution.local_rot, solution.trans, solution.rest, parts,
                                     HAND_AND_FOREARM).max() > 0.01)
+
+    def unforced(solution, parts, pins):
+        """An arm more than 1 cm inside where the pins (positions, rotations) do not put it
+        (cost.pinned_depth)."""
+        args = (solution.local_rot, solution.trans, solution.rest, parts)
+        depth = collision_depth(*args, HAND_AND_FOREARM)
+        return bool(((depth > 0.01) & (pinned_depth(*args, *pins, HAND_AND_FOREARM) <= 0.01)).any())
 
     inside = {f"{m}{s}": [] for m in ("natural", "deterministic", "truth") for s in settings if m != "truth" or not s}
     ms = {f"natural{s}": [] for s in settings}
@@ -459,17 +470,25 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
 
     flagged = {f"{m}{s}": [] for m in ("natural", "alternatives", "deterministic", "truth") for s in settings
                if m != "truth" or not s}
+    flagged.update({f"{m}_unforced": [] for m in ("natural", "alternatives", "deterministic")})
     idx = np.sort(rng.choice(len(pos), min(frames, len(pos)), replace=False))
     for i, effs in zip(idx, protocol_effectors(pos[idx], world[idx], np.random.default_rng(13))):
         parts = reference.scaled_to(rest[i])
+        pins = ({int(e.joint): e.target for e in effs if e.kind is EffectorKind.POSITION},
+                {int(e.joint): e.target for e in effs if e.kind is EffectorKind.ROTATION})
         flagged["truth"].append(bool(collision_depth(gt_rot[i], pos[i, 0] - rest[i, 0], rest[i], parts,
                                                      HAND_AND_FOREARM).max() > 0.01))
         for suffix, refine in settings.items():
             for mode in ("natural", "deterministic"):
-                flagged[f"{mode}{suffix}"].append(deep(net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine)),
-                                                       parts))
-            flagged[f"alternatives{suffix}"] += [deep(a, parts) for a in net.sample(
-                effs, rest[i], count=samples, seed=ALTERNATIVES_SEED, options=SolveOptions(refine=refine))]
+                solution = net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine))
+                flagged[f"{mode}{suffix}"].append(deep(solution, parts))
+                if not suffix:
+                    flagged[f"{mode}_unforced"].append(unforced(solution, parts, pins))
+            alternatives = net.sample(effs, rest[i], count=samples, seed=ALTERNATIVES_SEED,
+                                      options=SolveOptions(refine=refine))
+            flagged[f"alternatives{suffix}"] += [deep(a, parts) for a in alternatives]
+            if not suffix:
+                flagged["alternatives_unforced"] += [unforced(a, parts, pins) for a in alternatives]
     collision = {f"fraction_{k}": fraction(v) for k, v in flagged.items()}
     collision.update({"frames": len(idx), "samples": samples})
     return {"smplik_balance": balance, "smplik_collision": collision}

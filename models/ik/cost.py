@@ -452,6 +452,43 @@ def capsule_penetration(fk, capsules):
     return pair_depths(capsules.ends(fk), capsules.radius, capsules.pairs)
 
 
+def pinned_depth(local_rot, trans, rest, parts, pins, turns=None, joints=None):
+    """How deep (metres, (P,)) the pins alone put each arm capsule inside its trunk or thigh
+    capsule (the pairs of collision_depth) in one pose (24, 3, 3), trans (3,), rest (24, 3).
+    pins: joint index -> (3,) pinned position; turns: joint index -> (3, 3) pinned world
+    rotation. An arm capsule follows its joint: with the joint's rotation pinned and the
+    joint or its child pinned in place, the capsule is wholly fixed; else with the joint and
+    its child both pinned it lies along the bone between them; else a pinned joint at either
+    end is inside at least by its overlap (the radii about the pinned point). 0 where
+    nothing of it is pinned. A collision this deep is the pins', not the pose's."""
+    fk = forward_kinematics(np.asarray(local_rot, dtype=np.float64), rest, PARENTS, trans)
+    caps = parts.capsules
+    ends = caps.ends(fk)
+    turns = {} if turns is None else turns
+    out = np.zeros(len(caps.pairs))
+    for n, (a, b) in enumerate(caps.pairs):
+        if joints is not None and caps.names[a] not in joints:
+            continue
+        j = int(caps.joint[a])
+        ends_held = None
+        if j in turns:
+            turn = np.asarray(turns[j], dtype=np.float64)
+            anchor = np.asarray(pins[j], dtype=np.float64) if j in pins else next(
+                (np.asarray(pins[c], dtype=np.float64) - turn @ (rest[c] - rest[j]) for c in CHILDREN[j] if c in pins), None)
+            if anchor is not None:
+                ends_held = anchor + np.stack([caps.start[a], caps.stop[a]]) @ turn.T
+        if ends_held is None:
+            held = [np.asarray(pins[k], dtype=np.float64) for k in (j, *CHILDREN[j]) if k in pins]
+            if not held:
+                continue
+            ends_held = np.stack([held[0], held[-1]])
+        out[n] = pair_depths(np.stack([ends_held, ends[b]]), np.array([caps.radius[a], caps.radius[b]]),
+                             np.array([[0, 1]]))[0][0]
+    if joints is not None:
+        out = out[np.array([caps.names[a] in joints for a in caps.pairs[:, 0]], bool)]
+    return out
+
+
 def collision_depth(local_rot, trans, rest, parts, joints=None):
     """Self-collision, (..., P) metres: how deep each arm capsule is inside a trunk or thigh
     capsule (BodyParts.capsules.pairs), for poses (..., 24, 3, 3), trans (..., 3), rest

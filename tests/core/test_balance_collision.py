@@ -9,7 +9,7 @@ from models.core.skeleton import JOINT_INDEX as J
 from models.core.skeleton import PARENTS
 from models.ik.cost import (BALANCE_UNIT, COLLISION_UNIT, HAND_AND_FOREARM, BodyParts, balance_distance,
                             carrying_feet, closest_on_segments, collision_depth, convex_hull, outside_polygon,
-                            pair_depths, pose_cost)
+                            pair_depths, pinned_depth, pose_cost)
 from models.ik.effectors import Effector, EffectorKind
 from models.ik.refine import (BALANCE_MARGIN, BALANCE_REACH, COLLISION_ALLOWANCE, RefineOptions, _SoftTerms, _Targets,
                               apply_step, effector_errors, refine_many, refine_pose)
@@ -205,6 +205,43 @@ def test_a_hand_pushed_into_the_chest_stops_at_it_and_says_so(body):
     assert [m.joint for m in out.misses] == ["left_wrist"] and out.misses[0].error > 0.02
     through = refine_pose(start, np.zeros(3), rest, pushed, OFF)
     assert hand_depth(through.local_rot, through.trans, rest, parts) > 0.02 and through.misses == ()
+
+
+def test_a_wrist_pinned_inside_the_chest_is_the_pins_collision(body):
+    rest, parts = body
+    through, clear = arm_across(-140), arm_across(-80)
+    wrist, elbow = J["left_wrist"], J["left_elbow"]
+    inside = positions(through, rest)
+    assert hand_depth(through, np.zeros(3), rest, parts) > 0.04
+    held = {wrist: inside[wrist], J["pelvis"]: inside[J["pelvis"]]}
+    depth = pinned_depth(through, np.zeros(3), rest, parts, held, joints=HAND_AND_FOREARM)
+    assert depth.max() > 0.02
+    # the pins elsewhere, or the wrist pinned in front of the chest, put no arm inside
+    free = {J["pelvis"]: inside[J["pelvis"]], J["left_ankle"]: inside[J["left_ankle"]]}
+    assert pinned_depth(through, np.zeros(3), rest, parts, free, joints=HAND_AND_FOREARM).max() == 0
+    front = {wrist: positions(clear, rest)[wrist]}
+    assert pinned_depth(through, np.zeros(3), rest, parts, front, joints=HAND_AND_FOREARM).max() <= 0.01
+    # the refinement leaves such an arm where its pins hold it (nothing to mend), with the pins met
+    effs = pins(through, rest, ("pelvis", "head", "left_ankle", "right_ankle", "left_wrist"))
+    out = refine_pose(through, np.zeros(3), rest, effs)
+    assert pins_met(effs, out, rest) and hand_depth(out.local_rot, out.trans, rest, parts) > 0.02
+    # the elbow and wrist both pinned: the forearm lies along the bone between the pins
+    both = {wrist: inside[wrist], elbow: inside[elbow]}
+    assert pinned_depth(through, np.zeros(3), rest, parts, both, joints=HAND_AND_FOREARM).max() >= depth.max() - 1e-9
+    # the elbow pinned in place and turned as it is: the forearm is fixed, and as deep as the pose has it
+    world = forward_kinematics(through, rest, PARENTS, np.zeros(3)).rotations
+    forearm = [n for n, (a, _) in enumerate(parts.capsules.pairs) if parts.capsules.names[a] == "left_elbow"]
+    actual = collision_depth(through, np.zeros(3), rest, parts)[forearm].max()
+    assert actual > 0.02
+    fixed = pinned_depth(through, np.zeros(3), rest, parts, {elbow: inside[elbow]}, {elbow: world[elbow]})[forearm]
+    assert fixed.max() == pytest.approx(actual, abs=1e-9)
+    # the same rotation pinned with the wrist (the elbow's child) in place instead
+    fixed = pinned_depth(through, np.zeros(3), rest, parts, {wrist: inside[wrist]}, {elbow: world[elbow]})[forearm]
+    assert fixed.max() == pytest.approx(actual, abs=1e-9)
+    # turned otherwise (the forearm pointing out to the side), the pins no longer put it inside
+    out_turn = forward_kinematics(a_pose(), rest, PARENTS, np.zeros(3)).rotations[elbow]
+    loose = pinned_depth(through, np.zeros(3), rest, parts, {elbow: inside[elbow]}, {elbow: out_turn})[forearm]
+    assert loose.max() < actual - 0.01
 
 
 def test_the_rows_jacobian_matches_finite_differences(body):

@@ -74,6 +74,8 @@ def test_benchmark_reports_every_method(tmp_path):
         assert balance["effector_mm_max"] < 1 and collision["frames"] == 12
         for key in ("natural", "alternatives", "deterministic"):
             assert 0 <= collision[f"fraction_{key}"] <= 1 and f"fraction_{key}_without_terms" in collision
+            # the collisions the pins do not force are some of all the collisions
+            assert 0 <= collision[f"fraction_{key}_unforced"] <= collision[f"fraction_{key}"]
 
 
 def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
