@@ -303,7 +303,11 @@ def _floor_rows(contacts, floor, fk):
 
 
 BALANCE_MARGIN = 0.01        # metres: how far inside the support polygon balance puts the centre of mass
-BALANCE_REACH = 0.05         # metres: a start whose centre of mass is further outside is left so (_SoftTerms)
+# metres: a start whose centre of mass is further outside is left so (_SoftTerms). 0.15, not
+# 0.05: with both ankles pinned, natural solves kept over their feet rose from 0.91 to 0.95 (m21
+# on the male body) and 0.94 to 0.96 (held-out CMU, male), six-point refined MPJPE the same on
+# CMU and the varied clips and 0.2-0.3 mm (1%) higher on m21
+BALANCE_REACH = 0.15
 BALANCE_WEIGHT = 1.0         # the balance row's weight (a soft position effector's is its weight, per metre)
 COLLISION_ALLOWANCE = 0.005  # metres of capsule overlap left alone: a hand resting on a hip presses in a little
 COLLISION_WEIGHT = 10.0      # a collision row's weight: a hand stops at the body, not half way into it
@@ -359,9 +363,9 @@ class _SoftTerms:
     cost.LIFTED). Its row is the centre of mass's horizontal distance outside the support
     polygon (the convex hull of those soles) less BALANCE_MARGIN, so it ends that far inside.
     A start whose centre of mass is more than BALANCE_REACH outside is left so: its pins hold
-    a body in motion there (a stride, a run, a jump), and pulling it over its feet would bend
-    the free joints out of shape (six-point pins on such mocap frames: twice the joint error);
-    from a start nearer, balance holds all the way, however far the pins then pull.
+    a body in motion there (a long stride, a run, a jump), and pulling it over its feet would
+    bend the free joints out of shape; from a start nearer, balance holds all the way,
+    however far the pins then pull.
     Self-collision: a row for every arm capsule inside a trunk or thigh capsule by more than
     COLLISION_ALLOWANCE, its depth beyond that; none where a pinned joint at the arm capsule's
     ends is itself that deep inside (the pins hold the arm there)."""
