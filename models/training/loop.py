@@ -251,7 +251,10 @@ class Augmentation:
 of each bone's length factor (left and right alike; on in every batch, as bodies differ).
 transfer: carry each pose from the body its clip was retargeted onto to the body drawn for it
 (`transfer_pose`), so a body whose rest spine bends otherwise wears the pose as retargeting
-onto it would have given it (needs the data's `rest`)."""
+onto it would have given it (needs the data's `rest`).
+lean: the chance that the trunk leans forward or back at the hips by an angle drawn from
+lean_degrees (+ forward), the legs keeping their world orientation (`lean_at_hips`): bending
+over, reaching to the floor and leaning back, which the capture has few of."""
 
     swap: float = 0.0
     jitter: float = 0.0
@@ -260,18 +263,20 @@ onto it would have given it (needs the data's `rest`)."""
     bend_degrees: float = 40.0
     bone_spread: float = 0.04
     transfer: bool = False
+    lean: float = 0.0
+    lean_degrees: tuple = (-20.0, 80.0)
 
     @classmethod
     def from_args(cls, args):
-        """From a trainer's --swap, --jitter, --bend, --bend-joints and --bend-degrees."""
+        """From a trainer's --swap, --jitter, --bend, --bend-joints, --bend-degrees and --lean."""
         return cls(swap=args.swap, jitter=args.jitter, bend=args.bend, bend_joints=tuple(args.bend_joints),
-                   bend_degrees=args.bend_degrees, transfer=args.transfer)
+                   bend_degrees=args.bend_degrees, transfer=args.transfer, lean=args.lean)
 
     def record(self):
         """The settings for a training record (JSON; joints by name)."""
         return {"part_swap": self.swap, "jitter": self.jitter, "bend": self.bend, "bone_spread": self.bone_spread,
                 "bend_joints": [JOINT_NAMES[j] for j in self.bend_joints], "bend_degrees": self.bend_degrees,
-                "transfer": self.transfer}
+                "transfer": self.transfer, "lean": self.lean, "lean_degrees": list(self.lean_degrees)}
 
 
 def sample_batch(data, body, size, gen, augment=Augmentation()):
@@ -317,7 +322,26 @@ def sample_batch(data, body, size, gen, augment=Augmentation()):
                           torch.where((u < 2 * jitter)[..., None, None], turn @ rot, rot))
     if bend > 0:
         rot = bend_bones(rot, rest, bend, gen, augment.bend_joints, augment.bend_degrees)
+    if augment.lean > 0:
+        lo, hi = augment.lean_degrees
+        angle = torch.deg2rad(lo + (hi - lo) * torch.rand(size, generator=gen))
+        angle = torch.where(torch.rand(size, generator=gen) < augment.lean, angle, torch.zeros(()))
+        rot = lean_at_hips(rot, angle)
     return rot, rest
+
+
+HIPS = (JOINT_INDEX["left_hip"], JOINT_INDEX["right_hip"])
+
+
+def lean_at_hips(rot, angle):
+    """Local rotations (B, 24, 3, 3) with the trunk leaned by `angle` (B,) radians about the
+    pelvis's left-right axis (+ forward) and the thighs turned back by as much, so the legs keep
+    their world orientation and only the trunk, arms and head lean."""
+    turn = axis_angle_to_matrix(torch.stack([angle, torch.zeros_like(angle), torch.zeros_like(angle)], -1))
+    out = rot.clone()
+    out[:, 0] = rot[:, 0] @ turn
+    out[:, list(HIPS)] = turn.transpose(-1, -2)[:, None] @ rot[:, list(HIPS)]
+    return out
 
 
 def placed_batch(data, body, size, gen, augment=Augmentation()):
@@ -347,9 +371,9 @@ def training_record(config, preset, data, seconds, steps, metrics, extra=None):
             "date": time.strftime("%Y-%m-%d"), **(extra or {})}
 
 
-def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, jitter=0.0, bend=0.0):
+def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, jitter=0.0, bend=0.0, lean=0.0):
     """The command-line options every trainer shares (Augmentation.from_args reads --swap,
-    --jitter and the --bend ones); jitter, bend: the trainer's --jitter and --bend defaults."""
+    --jitter, the --bend ones and --lean); jitter, bend, lean: the trainer's defaults for them."""
     parser.add_argument("--preset", choices=presets, default="full")
     parser.add_argument("--data", type=Path, default=default_data,
                         help="training poses from scripts/build_dataset.py")
@@ -370,6 +394,9 @@ def training_arguments(parser, presets, default_out, default_data=DEFAULT_DATA, 
     parser.add_argument("--bend-joints", type=bend_joint_list, default=SINGLE, metavar="NAMES",
                         help="comma-separated joints that --bend turns (one child each; default all such joints)")
     parser.add_argument("--bend-degrees", type=float, default=40.0, help="largest --bend turn (default 40)")
+    parser.add_argument("--lean", type=float, default=lean,
+                        help="chance that the trunk leans at the hips, -20 to 80 degrees forward, the legs kept "
+                             f"(default {lean:g}{': off' if not lean else ''})")
     parser.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=True,
                         help="carry each pose onto the body drawn for it as retargeting onto that body would "
                              "(default on; --no-transfer wears the retargeted body's rotations unchanged)")

@@ -141,3 +141,33 @@ def test_training_batches_carry_each_pose_from_its_clips_body():
                        for s in (source, mirrored)])
     assert err.min(0).values.max() < 1e-5           # each pose carried from its clip's body (mirrored when it is)
     assert (carried - plain).abs().max() > 0.05     # and that did change the rotations
+
+
+def test_a_trunk_leaned_at_the_hips_keeps_the_legs_and_leans_forward():
+    from models.core.skeleton import JOINT_INDEX
+    from models.training.loop import Augmentation, PoseData, TorchBody, fk, lean_at_hips, sample_batch
+    from models.training.rotations import axis_angle_to_matrix
+
+    gen = torch.Generator().manual_seed(1)
+    rot = axis_angle_to_matrix(0.3 * torch.randn(4, 24, 3, generator=gen))
+    rest = TorchBody().rest_joints(torch.zeros(4, 10))
+    angle = torch.tensor([0.0, 0.5, 1.2, -0.3])
+    world, pos = fk(rot, rest)
+    leaned_world, leaned = fk(lean_at_hips(rot, angle), rest)
+    legs = [JOINT_INDEX[f"{s}_{j}"] for s in ("left", "right") for j in ("hip", "knee", "ankle", "foot")]
+    assert torch.allclose(leaned_world[:, legs], world[:, legs], atol=1e-5)     # the legs keep their turn
+    assert torch.allclose(leaned_world[0], world[0], atol=1e-6)                 # no lean: no change
+    # the neck moves about the pelvis's left-right axis by the angle, forward for a positive one
+    axis = world[:, 0, :, 0]
+    up = lambda p: p[:, JOINT_INDEX["neck"]] - p[:, 0]                          # noqa: E731
+    before, after = up(pos), up(leaned)
+    cos = (before * after).sum(-1) / (before.norm(dim=-1) * after.norm(dim=-1))
+    forward = torch.cross(axis, before, dim=-1)                                 # the way a forward lean goes
+    assert torch.allclose(torch.acos(cos.clamp(-1, 1))[1:], angle.abs()[1:], atol=0.05)
+    assert ((after - before) * forward).sum(-1)[1:3].min() > 0 and ((after - before) * forward).sum(-1)[3] < 0
+    # as an augmentation: its share of a batch leans, the rest is as drawn without it
+    data = PoseData(torch.zeros(1, 24, 3), np.zeros(1, int), ["a"], "")
+    plain, _ = sample_batch(data, TorchBody(), 400, torch.Generator().manual_seed(2))
+    some, _ = sample_batch(data, TorchBody(), 400, torch.Generator().manual_seed(2), Augmentation(lean=0.25))
+    changed = (some - plain).abs().amax((1, 2, 3)) > 1e-6
+    assert 0.15 < changed.float().mean() < 0.35
