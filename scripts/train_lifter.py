@@ -82,7 +82,7 @@ def evaluate(model, val, body, table, views, batches=8, size=512):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, bend=0.1, lean=0.2)   # bent-over, reaching poses are few
+    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, bend=0.1)   # bent-over, reaching poses are few
     ap.add_argument("--width", type=int, default=512, help="hidden width (default 512)")
     ap.add_argument("--blocks", type=int, default=2, help="residual blocks (default 2)")
     args = ap.parse_args(argv)
