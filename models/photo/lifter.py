@@ -102,8 +102,9 @@ class PhotoLifter:
         x = np.asarray(x, dtype=np.float64).reshape(-1, INPUT_DIM)
         if not self.mirror:
             return self.network(x)
-        back = self.network(mirrored(x))[:, list(MIRROR)] * np.array([-1.0, 1.0, 1.0])
-        return 0.5 * (self.network(x) + back)
+        both = self.network(np.concatenate([x, mirrored(x)]))    # one pass over the two pictures
+        back = both[len(x):, list(MIRROR)] * np.array([-1.0, 1.0, 1.0])
+        return 0.5 * (both[:len(x)] + back)
 
     def network(self, x):
         """The network's own answer (B, 24, 3) for features (B, INPUT_DIM)."""
