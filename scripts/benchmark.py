@@ -58,8 +58,9 @@ pose refined as the add-on solves:
                  (8 samples each) and fraction_deterministic, the fraction of poses with a
                  hand or forearm capsule more than 1 cm inside the trunk or a thigh;
                  *_without_terms and *_truth as for smplik_balance; *_unforced: only the
-                 collisions the pins do not force (a pinned wrist or elbow that itself lies
-                 more than 1 cm inside, models.ik.cost.pinned_depth, is the pins' doing)
+                 collisions the pins do not force (an arm capsule that its pinned joints'
+                 places and turns alone put more than 1 cm inside, models.ik.cost.pinned_depth,
+                 is the pins' doing)
 SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
 inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
@@ -431,16 +432,14 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
                 "_without_terms": RefineOptions(balance=False, self_collision=False, body_parts=reference)}
     ankles = {JOINT_INDEX["left_ankle"], JOINT_INDEX["right_ankle"]}
 
-    def deep(solution, parts):
-        return bool(collision_depth(solution.local_rot, solution.trans, solution.rest, parts,
-                                    HAND_AND_FOREARM).max() > 0.01)
-
-    def unforced(solution, parts, pins):
-        """An arm more than 1 cm inside where the pins (positions, rotations) do not put it
-        (cost.pinned_depth)."""
+    def deep(solution, parts, pins=None):
+        """Whether an arm is more than 1 cm inside; with pins (positions, rotations), also
+        whether one is where the pins do not put it (cost.pinned_depth)."""
         args = (solution.local_rot, solution.trans, solution.rest, parts)
-        depth = collision_depth(*args, HAND_AND_FOREARM)
-        return bool(((depth > 0.01) & (pinned_depth(*args, *pins, HAND_AND_FOREARM) <= 0.01)).any())
+        inside = collision_depth(*args, HAND_AND_FOREARM) > 0.01
+        if pins is None:
+            return bool(inside.any())
+        return bool(inside.any()), bool((inside & (pinned_depth(*args, *pins, joints=HAND_AND_FOREARM) <= 0.01)).any())
 
     inside = {f"{m}{s}": [] for m in ("natural", "deterministic", "truth") for s in settings if m != "truth" or not s}
     ms = {f"natural{s}": [] for s in settings}
@@ -479,16 +478,18 @@ def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
         flagged["truth"].append(bool(collision_depth(gt_rot[i], pos[i, 0] - rest[i, 0], rest[i], parts,
                                                      HAND_AND_FOREARM).max() > 0.01))
         for suffix, refine in settings.items():
-            for mode in ("natural", "deterministic"):
-                solution = net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine))
-                flagged[f"{mode}{suffix}"].append(deep(solution, parts))
-                if not suffix:
-                    flagged[f"{mode}_unforced"].append(unforced(solution, parts, pins))
-            alternatives = net.sample(effs, rest[i], count=samples, seed=ALTERNATIVES_SEED,
-                                      options=SolveOptions(refine=refine))
-            flagged[f"alternatives{suffix}"] += [deep(a, parts) for a in alternatives]
-            if not suffix:
-                flagged["alternatives_unforced"] += [unforced(a, parts, pins) for a in alternatives]
+            solutions = {mode: [net.solve(effs, rest[i], SolveOptions(mode=mode, refine=refine))]
+                         for mode in ("natural", "deterministic")}
+            solutions["alternatives"] = net.sample(effs, rest[i], count=samples, seed=ALTERNATIVES_SEED,
+                                                   options=SolveOptions(refine=refine))
+            for mode, poses in solutions.items():
+                for pose in poses:
+                    if suffix:
+                        flagged[f"{mode}{suffix}"].append(deep(pose, parts))
+                    else:   # with the terms: also whether the pins force it
+                        any_deep, not_forced = deep(pose, parts, pins)
+                        flagged[mode].append(any_deep)
+                        flagged[f"{mode}_unforced"].append(not_forced)
     collision = {f"fraction_{k}": fraction(v) for k, v in flagged.items()}
     collision.update({"frames": len(idx), "samples": samples})
     return {"smplik_balance": balance, "smplik_collision": collision}

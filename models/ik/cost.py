@@ -465,10 +465,10 @@ def pinned_depth(local_rot, trans, rest, parts, pins, turns=None, joints=None):
     caps = parts.capsules
     ends = caps.ends(fk)
     turns = {} if turns is None else turns
+    keep = np.array([joints is None or caps.names[a] in joints for a in caps.pairs[:, 0]], bool)
     out = np.zeros(len(caps.pairs))
-    for n, (a, b) in enumerate(caps.pairs):
-        if joints is not None and caps.names[a] not in joints:
-            continue
+    for n in np.flatnonzero(keep):
+        a, b = caps.pairs[n]
         j = int(caps.joint[a])
         ends_held = None
         if j in turns:
@@ -484,9 +484,7 @@ def pinned_depth(local_rot, trans, rest, parts, pins, turns=None, joints=None):
             ends_held = np.stack([held[0], held[-1]])
         out[n] = pair_depths(np.stack([ends_held, ends[b]]), np.array([caps.radius[a], caps.radius[b]]),
                              np.array([[0, 1]]))[0][0]
-    if joints is not None:
-        out = out[np.array([caps.names[a] in joints for a in caps.pairs[:, 0]], bool)]
-    return out
+    return out[keep]
 
 
 def collision_depth(local_rot, trans, rest, parts, joints=None):
