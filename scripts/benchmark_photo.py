@@ -3,19 +3,26 @@ the lifter alone and MediaPipe's own 3D landmarks, in one run over the same fram
 
     python scripts/benchmark_photo.py --data DIR --json OUT [--max-frames N]
 
-DIR holds images and a labels.json laid out as ../shared/data/images/labelled/README.md says
-(the 3dhp/ set): per frame `image`, `joints_3d_camera_m` (OpenCV camera axes: x right, y down,
-z forward; optional), `joints_2d_px`, `visible_3d` / `visible_2d` (all visible when absent) and
-the person's box `bbox_center_px`, `bbox_scale_200px` (a square, 200 x scale pixels a side), with
-the joints named in `joint_names` in any order; names this script does not use are ignored. The
-labels' camera intrinsics are never used: the fit gets the camera a user would get,
-models.photo.camera.camera_for_image (default_camera where that is not there yet).
---max-frames N takes N frames spread evenly over the file's order (all by default).
+DIR holds images and their labels in one of the layouts ../shared/data/images/labelled/README.md
+describes:
+  labels.json     (the 3dhp/ set) per frame `image`, `joints_3d_camera_m` (OpenCV camera axes:
+                  x right, y down, z forward; optional), `joints_2d_px`, `visible_3d` /
+                  `visible_2d` (all visible when absent) and the person's box `bbox_center_px`,
+                  `bbox_scale_200px` (a square, 200 x scale pixels a side), with the joints named
+                  in `joint_names` in any order; names this script does not use are ignored
+  keypoints.json  2D labels only: COCO's format (the coco/ set; one frame per annotated person
+                  with any keypoint labelled, hidden ones (v = 1) counted as placed, the box
+                  COCO's `bbox`) or MPII's list (the mpii/ set; the box as labels.json's, from
+                  `center` and `scale`)
+A frame is one labelled person. The labels' camera intrinsics are never used: the fit gets the
+camera a user would get, models.photo.camera.camera_for_image (default_camera where that is
+not there yet). --max-frames N takes N frames spread evenly over the file's order (all).
 
-Each image is read with OpenCV and its people found with MediaPipe (models.photo.detect); the
-labelled person is the detection whose box has the largest intersection over union with the
-labels' box, found when that is at least MIN_IOU. A frame without one counts in `frames` but
-not in `found`; every figure is over the found frames.
+Each image is read with OpenCV and its people found with MediaPipe (models.photo.detect, up to
+MAX_PEOPLE as Pose from Photo's All People looks for); each labelled person is matched to one
+detection, pairs taken by the largest intersection over union of their boxes first, found
+when that is at least MIN_IOU. A frame without one counts in `frames` but not in `found`;
+every figure is over the found frames.
 
 Methods (all in the camera's axes: +X right, +Y up, +Z toward the camera; the labels' OpenCV
 coordinates (x, y, z) become (x, -y, -z)):
@@ -27,7 +34,9 @@ coordinates (x, y, z) become (x, -y, -z)):
   lifter         models.photo.lifter.lift_detection: the joints the lifter answers from the 2D
                  keypoints alone, through the same camera (no head points: no head figure)
   mediapipe_raw  MediaPipe's world landmarks as SMPL joints (models.photo.fit.smpl_targets: the
-                 limb joints are the landmarks, the neck comes from the shoulders and hips)
+                 limb joints are the landmarks, the neck comes from the shoulders and hips);
+                 in 2D its keypoints themselves (no neck: MediaPipe has none), the detector's
+                 own figure beside the fit's
 The body is the open neutral body at zero betas.
 
 Joints compared: shoulders, elbows, wrists, knees, ankles and the neck (SMPL's neck joint
@@ -48,7 +57,10 @@ the labels (visible_3d, or visible_2d for the 2D figure) count. Figures per meth
                  through the fit's camera after moving its pelvis onto the fit's pelvis (no
                  figure without a fit); err2d_px beside it, their mean distance in pixels
                  (the labels' box is padded, in 3DHP about 1.2 times the joints' extent, so PCK@0.1
-                 is lenient)
+                 is lenient; COCO's boxes are tight, so there it is strict)
+  overlay_mp     (fit) the issue's overlay figure: the share of MediaPipe's keypoints of the
+                 limbs and hips (models.photo.fit.DIRECT) that it marks visible (VISIBLE) lying
+                 within OVERLAY of the detection's box diagonal of the fitted joint's projection
   head_deg       (fit, lift) angle between the head's forward direction and the labels'.
                  Forward is built the same way on both sides from the points the labels have:
                  with a nose and both ears, from the ears' midpoint to the nose ("face"); else,
@@ -94,7 +106,16 @@ from models.photo.lifter import lift_detection  # noqa: E402
 
 METHODS = ("fit", "lift", "lifter", "mediapipe_raw")
 MIN_IOU = 0.1
+MAX_PEOPLE = 10          # as Pose from Photo's All People (addon/photo/image.py)
 PCK_FRACTION = 0.1
+OVERLAY = 0.05           # of the detection's box diagonal (the issue's overlay goal)
+VISIBLE = 0.5            # MediaPipe visibility of a keypoint counted as seen
+COCO_NAMES = ("nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
+              "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_hip", "right_hip",
+              "left_knee", "right_knee", "left_ankle", "right_ankle")
+MPII_NAMES = ("right_ankle", "right_knee", "right_hip", "left_hip", "left_knee", "left_ankle", "pelvis",
+              "thorax", "upper_neck", "head_top", "right_wrist", "right_elbow", "right_shoulder",
+              "left_shoulder", "left_elbow", "left_wrist")
 SIDES = ("left", "right")
 COMPARED = tuple(f"{s}_{j}" for j in ("shoulder", "elbow", "wrist", "knee", "ankle") for s in SIDES) + ("neck",)
 HIPS = ("left_hip", "right_hip")
@@ -108,7 +129,7 @@ MEDIAPIPE_FACE = {"nose": 0, "left_ear": 7, "right_ear": 8}
 BODY_FACE = {"nose": "nose", "left_ear": "lear", "right_ear": "rear"}
 USED = frozenset(SMPL_JOINTS + FACE + CROWN)
 OPENCV_TO_CAMERA = np.array([1.0, -1.0, -1.0])
-FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "err2d_px", "head_deg")
+FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "err2d_px", "overlay_mp", "head_deg")
 
 
 @dataclass(frozen=True)
@@ -121,6 +142,7 @@ class LabelledFrame:
     joints_3d: dict
     joints_2d: dict
     box: tuple
+    person: int | None = None     # which labelled person of a photo with several
 
     @property
     def box_diagonal_px(self):
@@ -136,6 +158,7 @@ class Estimate:
 
     points_3d: dict
     points_2d: dict | None = None
+    overlay: float | None = None
 
 
 def _visible(frame, key, count):
@@ -161,30 +184,78 @@ def _named(frame, key, visible_key, names, width, scale=None):
 
 
 def read_labels(folder):
-    """LabelledFrame per entry of folder/labels.json (see the module docstring)."""
-    path = Path(folder) / "labels.json"
+    """LabelledFrame per labelled person of folder/labels.json, or of folder/keypoints.json in
+    COCO's or MPII's layout (see the module docstring)."""
+    folder = Path(folder)
+    path = folder / "labels.json"
+    if not path.exists() and (folder / "keypoints.json").exists():
+        path = folder / "keypoints.json"
     try:
         data = json.loads(path.read_text())
+        if path.name == "keypoints.json":
+            return _coco_frames(data, folder) if isinstance(data, dict) else _mpii_frames(data, folder)
         names = [str(n) for n in data["joint_names"]]
         frames = []
         for entry in data["frames"]:
-            centre = np.asarray(entry["bbox_center_px"], dtype=np.float64)
-            half = 100.0 * float(entry["bbox_scale_200px"])
             frames.append(LabelledFrame(
                 image=path.parent / entry["image"],
                 joints_3d=_named(entry, "joints_3d_camera_m", "visible_3d", names, 3, OPENCV_TO_CAMERA),
                 joints_2d=_named(entry, "joints_2d_px", "visible_2d", names, 2),
-                box=(*(centre - half), *(centre + half))))
+                box=_square_box(entry["bbox_center_px"], entry["bbox_scale_200px"])))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SystemExit(f"{path}: cannot read the labels ({type(exc).__name__}: {exc})") from None
     return frames
 
 
+def _square_box(centre, scale_200px):
+    centre, half = np.asarray(centre, dtype=np.float64), 100.0 * float(scale_200px)
+    if centre.shape != (2,):
+        raise ValueError(f"a box centre is {centre.shape}, expected (2,)")
+    return (*(centre - half), *(centre + half))
+
+
+def _coco_frames(data, folder):
+    files = {image["id"]: image["file_name"] for image in data["images"]}
+    frames, count = [], {}
+    for note in data["annotations"]:
+        if note.get("iscrowd", 0) or not note.get("num_keypoints", 1):
+            continue
+        xyv = np.asarray(note["keypoints"], dtype=np.float64).reshape(len(COCO_NAMES), 3)
+        x, y, w, h = (float(v) for v in note["bbox"])
+        image = files[note["image_id"]]
+        frames.append(LabelledFrame(
+            image=folder / image, joints_3d={},
+            joints_2d=_named({"xy": xyv[:, :2], "seen": xyv[:, 2]}, "xy", "seen", COCO_NAMES, 2),
+            box=(x, y, x + w, y + h), person=count.setdefault(image, 0)))
+        count[image] += 1
+    return frames
+
+
+def _mpii_frames(data, folder):
+    return [LabelledFrame(image=folder / entry["image"], joints_3d={},
+                          joints_2d=_named(entry, "joints", "joints_vis", MPII_NAMES, 2),
+                          box=_square_box(entry["center"], entry["scale"]))
+            for entry in data]
+
+
 def labelled_person(detections, box):
     """(the detection best overlapping `box`, its IoU), or (None, best IoU) below MIN_IOU."""
-    scored = [(box_iou(d.bbox, box), d) for d in detections]
-    best, person = max(scored, key=lambda s: s[0], default=(0.0, None))
-    return (person, best) if best >= MIN_IOU else (None, best)
+    return match_people(detections, [box])[0]
+
+
+def match_people(detections, boxes):
+    """[(detection or None, IoU)] per labelled box: one detection per box at most, the pairs of
+    largest intersection over union taken first; a box left without one at MIN_IOU gets None
+    and its best IoU with any detection."""
+    iou = np.array([[box_iou(d.bbox, b) for d in detections] for b in boxes]).reshape(len(boxes), len(detections))
+    out = [(None, float(row.max(initial=0.0))) for row in iou]
+    free = iou.copy()
+    while free.size and free.max() >= MIN_IOU:
+        b, d = np.unravel_index(int(np.argmax(free)), free.shape)
+        out[b] = (detections[d], float(iou[b, d]))
+        free[b, :] = -1.0
+        free[:, d] = -1.0
+    return out
 
 
 # --- the methods' points ------------------------------------------------------------------
@@ -204,6 +275,20 @@ def smpl_points(joints, world_rot, offsets):
     head = JOINT_INDEX["head"]
     points.update({n: joints[head] + world_rot[head] @ o for n, o in offsets.items()})
     return points
+
+
+def overlay_share(points_2d, detection):
+    """The share of the detection's visible DIRECT keypoints within OVERLAY of its box
+    diagonal of points_2d (name -> pixels), or None when it marks none visible."""
+    from models.photo.fit import DIRECT
+
+    x0, y0, x1, y1 = detection.bbox
+    diagonal = np.hypot(x1 - x0, y1 - y0)
+    seen = [(n, i) for n, i in DIRECT.items() if detection.visibility[i] >= VISIBLE and n in points_2d]
+    if not seen or diagonal <= 0:
+        return None
+    off = [np.linalg.norm(points_2d[n] - detection.image_xy[i]) / diagonal for n, i in seen]
+    return float(np.mean(np.asarray(off) < OVERLAY))
 
 
 def mediapipe_points(detection):
@@ -277,6 +362,8 @@ def score(estimate, frame):
             distance = np.linalg.norm(flat - true, axis=-1)
             if np.isfinite(distance).any():
                 out["err2d_px"] = float(np.nanmean(distance))
+    if estimate.overlay is not None:
+        out["overlay_mp"] = estimate.overlay
     return out
 
 
@@ -315,7 +402,8 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
         fitted = photo_fit.fit_to_image(detection, rest, camera, body=body)
         rot = forward_kinematics(fitted.local_rot, rest, PARENTS).rotations
         points = smpl_points(np.asarray(fitted.joints, dtype=np.float64), rot, offsets)
-        out["fit"] = Estimate(points, projected(points, fitted.camera))
+        flat = projected(points, fitted.camera)
+        out["fit"] = Estimate(points, flat, overlay_share(flat, detection))
     except SmplIkError as exc:
         out["fit"] = str(exc)
     try:
@@ -334,33 +422,52 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
     except SmplIkError as exc:
         out["lifter"] = str(exc)
     try:
-        out["mediapipe_raw"] = Estimate(mediapipe_points(detection))
+        from models.photo.fit import DIRECT
+
+        out["mediapipe_raw"] = Estimate(mediapipe_points(detection),
+                                        {n: detection.image_xy[i] for n, i in DIRECT.items()})
     except SmplIkError as exc:
         out["mediapipe_raw"] = str(exc)
     used = fitted.camera if fitted is not None else camera
     return out, {"from": "camera_for_image", "focal_px": float(used.focal_px)}
 
 
-def run_frame(frame, body, rest, offsets):
-    """The per-frame record of one LabelledFrame: found, IoU, camera and each method's figures."""
+def run_image(image, frames, body, rest, offsets):
+    """The per-frame records of the LabelledFrames of one image: found, IoU, camera and each
+    method's figures."""
     from models.photo.detect import detect_people, read_image
 
-    record = {"image": frame.image.name, "found": False}
+    records = [{"image": f.image.name, **({} if f.person is None else {"person": f.person}), "found": False}
+               for f in frames]
     try:
-        rgb = read_image(frame.image)
-        person, overlap = labelled_person(detect_people(rgb), frame.box)
+        rgb = read_image(image)
+        matched = match_people(detect_people(rgb, max_people=MAX_PEOPLE), [f.box for f in frames])
     except SmplIkError as exc:
-        record["error"] = str(exc)
-        return record
-    record["iou"] = overlap
-    if person is None:
-        return record
+        for record in records:
+            record["error"] = str(exc)
+        return records
     height, width = rgb.shape[:2]
-    estimates, camera = frame_estimates(person, frame.image, width, height, body, rest, offsets)
-    record.update(found=True, camera=camera,
-                  methods={m: score(e, frame) if isinstance(e, Estimate) else {"error": e}
-                           for m, e in estimates.items()})
-    return record
+    for frame, record, (person, overlap) in zip(frames, records, matched):
+        record["iou"] = overlap
+        if person is None:
+            continue
+        estimates, camera = frame_estimates(person, frame.image, width, height, body, rest, offsets)
+        record.update(found=True, camera=camera,
+                      methods={m: score(e, frame) if isinstance(e, Estimate) else {"error": e}
+                               for m, e in estimates.items()})
+    return records
+
+
+def run_frames(frames, body, rest, offsets):
+    """The per-frame records of every LabelledFrame, in their order (each image read once)."""
+    images = {}
+    for i, frame in enumerate(frames):
+        images.setdefault(frame.image, []).append(i)
+    records = [None] * len(frames)
+    for image, order in images.items():
+        for i, record in zip(order, run_image(image, [frames[i] for i in order], body, rest, offsets)):
+            records[i] = record
+    return records
 
 
 def rounded(value):
@@ -376,7 +483,7 @@ def rounded(value):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, required=True, help="folder of images and labels.json")
+    ap.add_argument("--data", type=Path, required=True, help="folder of images and labels.json (or keypoints.json)")
     ap.add_argument("--json", type=Path, required=True, help="JSON output")
     ap.add_argument("--max-frames", type=int, default=None, help="frames spread over the labels (default all)")
     args = ap.parse_args(argv)
@@ -388,7 +495,7 @@ def main(argv=None):
     body = load_body_model()
     rest = body.rest_joints(np.zeros(10))
     offsets = head_offsets(body, rest)
-    per_frame = [run_frame(f, body, rest, offsets) for f in frames]
+    per_frame = run_frames(frames, body, rest, offsets)
     found = sum(f["found"] for f in per_frame)
     methods = {m: summary(per_frame, m) for m in METHODS}
     if "pck2d_gt" not in methods["lift"]:

@@ -34,9 +34,11 @@ GREY = 128
 PASSES = 4
 CROP_MARGIN = 0.25
 SAME_PERSON_IOU = 0.5
-TILES = 3                # a side, in a photo that shows nobody as a whole (detect_people)
+STRIPS = (1 / 2, 1 / 3)  # upright strips searched after the whole photo, as shares of its width
+TILES = 3                # quarters a side searched after the strips (detect_people)
 TILE_MIN_VISIBILITY = 0.5
 TORSO = (11, 12, 23, 24)  # MediaPipe's shoulders and hips
+KNEES = (25, 26)
 # MediaPipe's landmark numbers with left and right exchanged (what a mirrored photo shows).
 MIRRORED = np.arange(NUM_LANDMARKS)
 for _left, _right in [(1, 4), (2, 5), (3, 6), (7, 8), (9, 10)] + [(i, i + 1) for i in range(11, NUM_LANDMARKS, 2)]:
@@ -157,12 +159,14 @@ def detect_people(rgb, max_people=3, passes=PASSES, tiles=True):
     person's box (enlarged by BBOX_MARGIN a side) is painted grey and the photo searched again,
     up to max_people passes. A pass that lands mostly on an already greyed box ends the search.
     passes (1 to PASSES): how many looks each person's keypoints are the median of (see
-    PASSES; 1: MediaPipe's first answer as it is). tiles: where the whole photo shows nobody
-    (MediaPipe's person detector sees the photo shrunk small: a person small in it is lost), search
-    TILES parts of it instead (half its width and height, overlapping by half); a person found
-    there counts only when both looks at their crop find them again and their shoulders and
-    hips are seen (visibility TILE_MIN_VISIBILITY): a part of a photo shows MediaPipe people in
-    clutter and in pieces of people, with landmarks anywhere. Returns a list of Detection.
+    PASSES; 1: MediaPipe's first answer as it is). tiles: then search parts of the photo
+    (search_windows: upright strips, then quarters): MediaPipe's person detector sees the whole
+    photo shrunk small and finds one person in a crowd at best, so a person small in the photo,
+    or beside one already found, is often missed. A person found in a part counts only when
+    both looks at their crop find them again and they are seen down to the knees (`whole`):
+    a part of a photo shows MediaPipe people in clutter and pieces of people (a man cut off
+    at the waist, with another's arm for his), with landmarks anywhere. Returns a list of
+    Detection.
     """
     rgb = _check_rgb(rgb)
     if max_people < 1:
@@ -178,27 +182,42 @@ def detect_people(rgb, max_people=3, passes=PASSES, tiles=True):
                 break
             found.append(_looked_again(pose, image, found_now, passes)[0])
             greyed.append(grey_out(image, found_now.bbox))
-        if not found and tiles:
-            for window in _tiles(width, height):
+        if tiles:
+            for window in search_windows(width, height):
                 if len(found) >= max_people:
                     break
                 found_now = look(pose, image, window)
                 if found_now is None or any(_overlap(found_now.bbox, g) > 0.5 for g in greyed):
                     continue
                 fused, confirmed = _looked_again(pose, image, found_now, PASSES)
-                if confirmed[0] and confirmed[1] and fused.visibility[list(TORSO)].min() >= TILE_MIN_VISIBILITY:
+                if confirmed[0] and confirmed[1] and whole(fused):
                     found.append(fused if passes > 1 else found_now)
                     greyed.append(grey_out(image, found_now.bbox))
     return sorted(found, key=lambda d: d.area, reverse=True)
 
 
-def _tiles(width, height):
-    """The parts (x0, y0, x1, y1) of a photo searched where it shows nobody as a whole: half
-    its width and height, TILES a side, overlapping by half."""
+def whole(detection):
+    """Whether a person found in a part of a photo is seen down to the knees: each shoulder
+    and hip seen (visibility TILE_MIN_VISIBILITY) and the knees on average (one may be
+    half hidden, as by the other leg of a person bent over)."""
+    vis = detection.visibility
+    return bool(vis[list(TORSO)].min() >= TILE_MIN_VISIBILITY and vis[list(KNEES)].mean() >= TILE_MIN_VISIBILITY)
+
+
+def search_windows(width, height):
+    """The parts (x0, y0, x1, y1) of a photo searched after the whole: upright strips the
+    photo's height, half and a third of its width (overlapping by half), where standing and
+    sitting people fit whole; then quarters, half its width and height, TILES a side
+    (overlapping by half), for people small in a wide shot."""
+    out = []
+    for share in STRIPS:
+        w = max(int(round(width * share)), 2)
+        xs = np.linspace(0, width - w, int(round(2 / share)) - 1).round().astype(int)
+        out += [(int(x), 0, int(x) + w, height) for x in xs]
     w, h = max(width // 2, 2), max(height // 2, 2)
     xs = np.linspace(0, width - w, TILES).round().astype(int)
     ys = np.linspace(0, height - h, TILES).round().astype(int)
-    return [(int(x), int(y), int(x) + w, int(y) + h) for y in ys for x in xs]
+    return out + [(int(x), int(y), int(x) + w, int(y) + h) for y in ys for x in xs]
 
 
 def _box_of(xy, width, height):

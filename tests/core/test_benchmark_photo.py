@@ -19,6 +19,7 @@ from models.core.rotations import axis_angle_to_matrix  # noqa: E402
 from models.core.skeleton import PARENTS  # noqa: E402
 from models.core.errors import SmplIkError  # noqa: E402
 from models.photo.camera import camera_for_image, default_camera  # noqa: E402
+from models.photo.detect import box_iou  # noqa: E402
 
 LABELLED = ROOT.parent / "shared" / "data" / "images" / "labelled" / "3dhp"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -146,6 +147,79 @@ def test_the_labelled_person_is_the_best_overlapping_detection():
     assert bp.labelled_person([], box) == (None, 0.0)
 
 
+def test_coco_keypoints_read_as_one_2d_frame_per_person(tmp_path):
+    """COCO's layout: crowds and people with no keypoint are left out, hidden keypoints (v = 1)
+    count as placed, unlabelled ones (v = 0) do not; the box is x, y, w, h; people count per image."""
+    kp = np.zeros((17, 3))
+    kp[5] = (10, 20, 2)     # left_shoulder, visible
+    kp[8] = (30, 40, 1)     # right_elbow, hidden but placed
+    kp[15] = (50, 60, 0)    # left_ankle, not labelled
+    note = {"image_id": 7, "iscrowd": 0, "num_keypoints": 2, "keypoints": kp.ravel().tolist(), "bbox": [5, 6, 100, 200]}
+    (tmp_path / "keypoints.json").write_text(json.dumps({
+        "images": [{"id": 7, "file_name": "a.jpg"}, {"id": 8, "file_name": "b.jpg"}],
+        "annotations": [note, {**note, "iscrowd": 1}, {**note, "num_keypoints": 0},
+                        {**note, "bbox": [0, 0, 10, 10]}, {**note, "image_id": 8}]}))
+    frames = bp.read_labels(tmp_path)
+    assert [(f.image.name, f.person) for f in frames] == [("a.jpg", 0), ("a.jpg", 1), ("b.jpg", 0)]
+    a = frames[0]
+    assert a.joints_3d == {} and a.box == (5.0, 6.0, 105.0, 206.0)
+    assert set(a.joints_2d) == {"left_shoulder", "right_elbow"}
+    np.testing.assert_array_equal(a.joints_2d["right_elbow"], [30.0, 40.0])
+    assert frames[1].box == (0.0, 0.0, 10.0, 10.0)
+
+
+def test_mpii_keypoints_read_with_their_joint_order_and_box(tmp_path):
+    joints = np.arange(32, dtype=float).reshape(16, 2)
+    vis = [1] * 16
+    vis[10] = 0             # right_wrist not labelled
+    (tmp_path / "keypoints.json").write_text(json.dumps([
+        {"image": "m.jpg", "joints": joints.tolist(), "joints_vis": vis, "center": [300, 400], "scale": 2.0}]))
+    (frame,) = bp.read_labels(tmp_path)
+    assert frame.box == (100.0, 200.0, 500.0, 600.0) and frame.person is None
+    np.testing.assert_array_equal(frame.joints_2d["right_ankle"], joints[0])
+    np.testing.assert_array_equal(frame.joints_2d["left_wrist"], joints[15])
+    assert "right_wrist" not in frame.joints_2d and "pelvis" not in frame.joints_2d   # pelvis: not used
+    (tmp_path / "keypoints.json").write_text(json.dumps([{"image": "m.jpg", "joints": joints[:15].tolist(),
+                                                          "joints_vis": vis, "center": [0, 0], "scale": 1}]))
+    with pytest.raises(SystemExit, match="keypoints.json.*joints"):
+        bp.read_labels(tmp_path)
+
+
+def test_each_labelled_person_gets_a_detection_of_their_own():
+    """Two people side by side, one detection's box covering both and one on the right person:
+    the right person takes their own (the larger overlap, taken first), the left the wide one;
+    a box nobody overlaps gets none."""
+    wide, right = SimpleNamespace(bbox=(0.0, 0.0, 300.0, 400.0)), SimpleNamespace(bbox=(180.0, 0.0, 300.0, 400.0))
+    left_box, right_box, empty = (0.0, 0.0, 150.0, 400.0), (160.0, 0.0, 300.0, 400.0), (900.0, 0.0, 950.0, 50.0)
+    assert box_iou(wide.bbox, right_box) < box_iou(right.bbox, right_box)
+    (l, l_iou), (r, r_iou), (e, e_iou) = bp.match_people([wide, right], [left_box, right_box, empty])
+    assert l is wide and r is right and e is None and e_iou == 0.0
+    assert l_iou == pytest.approx(150 / 300) and r_iou == pytest.approx(120 / 140)
+    # one detection, two people overlapping it: the one it overlaps most has it, the other
+    # none (with their best overlap), not the same detection twice
+    (first, first_iou), (second, _) = bp.match_people([wide], [left_box, (0.0, 0.0, 290.0, 400.0)])
+    assert first is None and first_iou == pytest.approx(0.5) and second is wide
+
+
+def test_the_overlay_counts_visible_keypoints_within_five_percent_of_the_box_diagonal():
+    from models.photo.fit import DIRECT
+
+    xy = np.zeros((33, 2))
+    for k, i in enumerate(DIRECT.values()):
+        xy[i] = (10.0 * k, 20.0 * k)
+    vis = np.ones(33)
+    names = list(DIRECT)
+    vis[DIRECT[names[0]]] = 0.2                                   # not counted
+    detection = SimpleNamespace(image_xy=xy, visibility=vis, bbox=(0.0, 0.0, 300.0, 400.0))   # diagonal 500
+    points = {n: xy[i].copy() for n, i in DIRECT.items()}
+    points[names[0]] += 100.0                                     # off, but not seen
+    points[names[1]] += (24.0, 0.0)                               # 4.8%: in
+    points[names[2]] += (0.0, 26.0)                               # 5.2%: out
+    assert bp.overlay_share(points, detection) == pytest.approx((len(DIRECT) - 2) / (len(DIRECT) - 1))
+    vis[:] = 0.0
+    assert bp.overlay_share(points, detection) is None
+
+
 # --- runs on photos -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def photo_set(tmp_path_factory):
@@ -192,7 +266,8 @@ def test_the_script_writes_every_method_over_the_found_frames(photo_set, tmp_pat
         assert 0 < r["pa_mpjpe_mm"] < 1000 and 0 < r["mpjpe_mm"] < 1000 and 0 < r["limb_deg"] < 180
     assert "head_deg" in report["methods"]["lift"]
     fit = report["methods"]["fit"]
-    assert "skipped" in fit or {"mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "head_deg"} <= set(fit)
+    assert "skipped" in fit or {"mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "overlay_mp", "head_deg"} <= set(fit)
+    assert 0.5 < report["methods"]["mediapipe_raw"]["pck2d_gt"] <= 1.0   # the detector's own keypoints
     first, corner, grey = report["per_frame"]
     assert first["found"] and not corner["found"] and not grey["found"]
     assert set(first["methods"]) == {"fit", "lift", "lifter", "mediapipe_raw"}
