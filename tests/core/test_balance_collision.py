@@ -193,6 +193,31 @@ def test_a_forearm_through_the_chest_comes_out_with_the_pins_met(body):
         assert pins_met(effs, out, rest)
 
 
+def test_an_arm_still_inside_when_the_budget_runs_out_gets_more_steps(body, monkeypatch):
+    """One iteration does not bring a forearm through the chest out; the extra steps an arm
+    still inside gets (COLLISION_EXTRA times the budget) do, with the pins met. A pose with no
+    arm inside takes none: the same answer with and without them."""
+    import models.ik.refine as refine
+
+    rest, parts = body
+    start = arm_across(-140)
+    effs = pins(start, rest, ("pelvis", "head", "left_ankle", "right_ankle", "right_wrist"))
+    short = RefineOptions(iterations=1)
+    out = refine_pose(start, np.zeros(3), rest, effs, short)
+    assert hand_depth(out.local_rot, out.trans, rest, parts) < COLLISION_ALLOWANCE + 1e-3 and pins_met(effs, out, rest)
+    monkeypatch.setattr(refine, "COLLISION_EXTRA", 0)
+    stuck = refine_pose(start, np.zeros(3), rest, effs, short)
+    assert hand_depth(stuck.local_rot, stuck.trans, rest, parts) > COLLISION_ALLOWANCE + 0.01
+    clear = arm_across(-80)
+    moved = pins(clear, rest, ("pelvis", "left_ankle", "right_ankle"))
+    moved.append(Effector("head", P, tuple(positions(clear, rest)[J["head"]] + [0.05, 0.0, 0.0])))
+    without = refine_pose(clear, np.zeros(3), rest, moved, short)
+    monkeypatch.setattr(refine, "COLLISION_EXTRA", 2)
+    with_extra = refine_pose(clear, np.zeros(3), rest, moved, short)
+    assert hand_depth(without.local_rot, without.trans, rest, parts) < COLLISION_ALLOWANCE
+    np.testing.assert_array_equal(with_extra.local_rot, without.local_rot)
+
+
 def test_a_hand_pushed_into_the_chest_stops_at_it_and_says_so(body):
     rest, parts = body
     start = arm_across(-80)
