@@ -88,6 +88,7 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
     ap.add_argument("--count", type=int, default=8, help="hypotheses per problem (default 8, the add-on's Alternatives)")
+    ap.add_argument("--hidden", type=int, default=256, help="width of the head's two hidden layers (default 256)")
     ap.add_argument("--relax", type=float, default=0.05,
                     help="weight of the mean error of all hypotheses beside the nearest one's (default 0.05)")
     ap.add_argument("--rotation-weight", type=float, default=0.5,
@@ -101,7 +102,7 @@ def main(argv=None):
     base = SmplIkTorch()
     initialise(base, args.base)
     base.requires_grad_(False)
-    head = HypothesesTorch(count=args.count, base_sha256=file_sha256(args.base))
+    head = HypothesesTorch(hidden=args.hidden, count=args.count, base_sha256=file_sha256(args.base))
     before = initialise(head, args.init) if args.init else None
     augment = Augmentation.from_args(args)
 
