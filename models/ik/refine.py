@@ -315,6 +315,9 @@ COLLISION_WEIGHT = 10.0      # a collision row's weight: a hand stops at the bod
 # times as many more (while the descent still gains): on 100 held-out varied protocol frames,
 # natural poses with an arm more than 1 cm inside where the pins do not put it went from 5% to 0
 COLLISION_EXTRA = 2
+# how deep an arm must still be for those extra steps: one the term has pushed out settles
+# just past COLLISION_ALLOWANCE (5-6 mm), and the figure above counts an arm 1 cm in
+COLLISION_DEEP = 0.01
 TERM_GATE = 0.01             # metres (radians): the terms join once every hard residual is within this
 
 
@@ -406,10 +409,11 @@ class _SoftTerms:
             return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
         return np.concatenate(parts_r), np.concatenate(parts_j)
 
-    def arm_inside(self, fk):
-        """Whether self-collision is on and an arm is in the body at a pose (fk) where its pins
-        do not hold it (a row of _collision_rows)."""
-        return bool(self.collision and len(self._collision_rows(fk)[0]))
+    def arm_inside(self, fk, depth=COLLISION_ALLOWANCE):
+        """Whether self-collision is on and an arm capsule is more than `depth` (metres, at
+        least COLLISION_ALLOWANCE) in the body at a pose (fk) where its pins do not hold it."""
+        rows = self._collision_rows(fk)[0] if self.collision else ()
+        return bool(np.any(np.asarray(rows) > COLLISION_WEIGHT * (depth - COLLISION_ALLOWANCE)))
 
     def _support(self, points, which):
         """The support polygon of sole points (S, 2): its corners (indices into points), each
@@ -673,7 +677,7 @@ def _refine_levels(local, trans, rest, effectors, soft_flags, options):
     problem = _Problem(hard, soft, limits, options, rest)
     state = problem.evaluate(local, trans, held)
     state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
-    if problem.terms is not None and problem.terms.arm_inside(state.fk):
+    if problem.terms is not None and problem.terms.arm_inside(state.fk, COLLISION_DEEP):
         # an arm still inside when the budget ran out comes out in a few more steps, more often
         # than not: only such poses pay for them
         state = _descend(problem, limits, state, COLLISION_EXTRA * options.iterations, options.damping,
@@ -761,6 +765,19 @@ def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
         out.append(refine_pose(local[k], trans[k], rest, effectors, options) if misses or active else
                    Refined(local_rot=local[k], trans=trans[k], errors=errors, misses=misses))
     return out
+
+
+def arm_in_body(local_rot, trans, rest, effectors, options=RefineOptions(), depth=COLLISION_ALLOWANCE):
+    """Whether, with options.self_collision on, a pose (local_rot (24, 3, 3), trans (3,)) has an
+    arm capsule more than `depth` metres (at least COLLISION_ALLOWANCE) in the trunk or a thigh
+    where its hard pins do not hold it there."""
+    if not options.self_collision:
+        return False
+    rest = np.asarray(rest, dtype=np.float64)
+    hard = _Targets([e for e in effectors if not getattr(e, "soft", False)])
+    terms = _SoftTerms(replace(options, balance=False), hard, rest)
+    return terms.arm_inside(forward_kinematics(np.asarray(local_rot, dtype=np.float64), rest, PARENTS,
+                                               np.asarray(trans, dtype=np.float64)), depth)
 
 
 def _descend(problem, limits, state, iterations, damping, use_soft):

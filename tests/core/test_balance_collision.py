@@ -12,7 +12,7 @@ from models.ik.cost import (BALANCE_UNIT, COLLISION_UNIT, HAND_AND_FOREARM, Body
                             pair_depths, pinned_depth, pose_cost)
 from models.ik.effectors import Effector, EffectorKind
 from models.ik.refine import (BALANCE_MARGIN, BALANCE_REACH, COLLISION_ALLOWANCE, RefineOptions, _SoftTerms, _Targets,
-                              apply_step, effector_errors, refine_many, refine_pose)
+                              apply_step, arm_in_body, effector_errors, refine_many, refine_pose)
 
 P, R = EffectorKind.POSITION, EffectorKind.ROTATION
 OFF = RefineOptions(balance=False, self_collision=False)
@@ -216,6 +216,20 @@ def test_an_arm_still_inside_when_the_budget_runs_out_gets_more_steps(body, monk
     with_extra = refine_pose(clear, np.zeros(3), rest, moved, short)
     assert hand_depth(without.local_rot, without.trans, rest, parts) < COLLISION_ALLOWANCE
     np.testing.assert_array_equal(with_extra.local_rot, without.local_rot)
+
+
+def test_arm_in_body_is_an_arm_inside_that_no_pin_holds_there(body):
+    """arm_in_body: a forearm through the chest with the arm free is; the arm in front of the
+    chest is not; neither is the same arm with its elbow, wrist and hand pinned where they are,
+    nor any pose with self-collision off."""
+    rest, _ = body
+    through, clear = arm_across(-140), arm_across(-80)
+    free = pins(through, rest, ("pelvis", "head", "left_ankle", "right_ankle", "right_wrist"))
+    assert arm_in_body(through, np.zeros(3), rest, free)
+    assert not arm_in_body(clear, np.zeros(3), rest, free)
+    assert not arm_in_body(through, np.zeros(3), rest, free, OFF)
+    held = pins(through, rest, ("pelvis", "left_elbow", "left_wrist", "left_hand"))
+    assert not arm_in_body(through, np.zeros(3), rest, held)
 
 
 def test_a_hand_pushed_into_the_chest_stops_at_it_and_says_so(body):

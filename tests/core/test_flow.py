@@ -402,6 +402,42 @@ def test_a_kept_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(sh
     assert measured_effector_errors(effectors, back.local_rot, back.trans, rest[n]).max() < 1e-3
 
 
+@SHIPPED
+def test_an_alternative_left_with_an_arm_in_the_body_is_refined_again_nearer_the_natural_pose(shipped, open_body,
+                                                                                                monkeypatch):
+    """The first alternative's refinement is made to end with the left forearm through the
+    chest, its pins met (the pins leave the arms free): sample refines it again from
+    nearer the natural pose and returns a pose with the arm out and the pins met. With no
+    COLLISION_RETRIES the pose in the body would be returned."""
+    from scipy.spatial.transform import Rotation
+
+    from models.core.kinematics import forward_kinematics
+    from models.core.skeleton import PARENTS
+    from models.ik import smplik
+    from models.ik.refine import Refined, arm_in_body
+
+    rest = open_body.rest_joints(np.zeros(10))
+    through = np.tile(np.eye(3), (24, 1, 1))
+    through[JOINT_INDEX["right_shoulder"]] = Rotation.from_euler("z", 60, degrees=True).as_matrix()
+    through[JOINT_INDEX["left_shoulder"]] = Rotation.from_euler("zy", [-40, -90], degrees=True).as_matrix()
+    through[JOINT_INDEX["left_elbow"]] = Rotation.from_euler("y", -140, degrees=True).as_matrix()
+    p = forward_kinematics(through, rest, PARENTS, np.zeros(3)).positions
+    effectors = [Effector(n, "position", tuple(p[JOINT_INDEX[n]])) for n in ("pelvis", "head", "left_ankle", "right_ankle")]
+    assert arm_in_body(through, np.zeros(3), rest, effectors)
+    refine_many = smplik.refine_many
+
+    def first_in_body(*args, **kwargs):
+        out = refine_many(*args, **kwargs)
+        return [Refined(local_rot=through, trans=np.zeros(3), errors=np.zeros(len(effectors)), misses=())] + out[1:]
+    monkeypatch.setattr(smplik, "refine_many", first_in_body)
+    first = shipped.sample(effectors, rest, count=2)[0]
+    assert not arm_in_body(first.local_rot, first.trans, rest, effectors)
+    assert measured_effector_errors(effectors, first.local_rot, first.trans, rest).max() < 1e-3
+    monkeypatch.setattr(smplik, "COLLISION_RETRIES", ())
+    kept = shipped.sample(effectors, rest, count=2)[0]
+    np.testing.assert_array_equal(kept.local_rot, through)
+
+
 def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
     net = untrained_net(tmp_path)
     rest = open_body.rest_joints(np.zeros(10))
