@@ -378,7 +378,7 @@ class SmplIk:
             plain = self.refine_from(effectors, pose, rest[0], refine, current_pose, fallback)
             if not plain.misses or miss_total(plain) < miss_total(solution) - WARM_MARGIN:
                 solution = plain
-        if generative and any(not m.soft for m in solution.misses):
+        if generative and not _pins_met(solution):
             # the refinement stalled short of a pin (a limb folded against its range): the
             # network's own guess may reach it
             again = self.refine_from(effectors, guess(), rest[0], refine, current_pose)
@@ -390,8 +390,9 @@ class SmplIk:
                options=SolveOptions(), spread=None):
         """`count` alternative poses for the same effectors, in one batched pass of the
         networks, decoded from latents of the flow and, with options.refine, each made to meet
-        the effectors (as `solve`; a sample whose refinement stalls short of a pin is refined
-        again from nearer the natural pose). Temperature 0 gives the natural pose every time;
+        the effectors (as `solve`; a sample whose refinement stalls short of a pin, or leaves an
+        arm in the body where no pin puts it, is refined again from nearer the natural pose).
+        Temperature 0 gives the natural pose every time;
         the default suits most problems. spread (None: "hypotheses" when the head is loaded,
         else "principal"):
         - "hypotheses": the hypotheses head's poses (`hypotheses.py`), likeliest first, their
@@ -441,7 +442,7 @@ class SmplIk:
             # the start stuck: the sample stays (else every sample would become the same retry)
             starts = [latents[0, k] * shrink for shrink in SAMPLE_RETRIES] + [None]
             for retry in starts:
-                if not any(not m.soft for m in refined.misses):
+                if _pins_met(refined):
                     break
                 start = self._guess(encoded, rest) if retry is None else self._decoded(condition, retry)
                 again = refine_pose(*start, rest[0], effectors + extra, refine)
@@ -449,24 +450,25 @@ class SmplIk:
                     break
                 if miss_total(again) < miss_total(refined):
                     refined = again
-            if not any(not m.soft for m in refined.misses) and arm_in_body(
-                    refined.local_rot, refined.trans, rest[0], effectors + extra, refine):
-                # an arm the collision term left in the body (no pin puts it there): from nearer
-                # the natural pose it is mostly out; the first such start that also meets every
-                # pin replaces it (held-out varied clips: alternatives with an arm 1 cm in where
-                # no pin puts it 0.024 -> 0.019)
-                for shrink in COLLISION_RETRIES:
-                    again = refine_pose(*self._decoded(condition, latents[0, k] * shrink), rest[0],
-                                        effectors + extra, refine)
-                    if not any(not m.soft for m in again.misses) and not arm_in_body(
-                            again.local_rot, again.trans, rest[0], effectors + extra, refine):
-                        refined = again
-                        break
-            out.append(refined)
+            out.append(self._arm_out(refined, condition, latents[0, k], rest[0], effectors + extra, refine))
         final = self.encode(condition, np.stack([r.local_rot for r in out]))
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
                            misses=r.misses, latent=final[k], condition=condition)
                 for k, r in enumerate(out)]
+
+    def _arm_out(self, refined, condition, latent, rest, effectors, options):
+        """A refined sample, or where the collision term left an arm in the body (no pin puts it
+        there) the first refinement from nearer the natural pose (the latent times each of
+        COLLISION_RETRIES) with the arm out and every pin met, where the arm mostly is out
+        (held-out varied clips: alternatives with an arm 1 cm in where no pin puts it 0.024 ->
+        0.019). A sample that misses a pin, or whose retries do no better, stays as it is."""
+        if not _pins_met(refined) or not arm_in_body(refined.local_rot, refined.trans, rest, effectors, options):
+            return refined
+        for shrink in COLLISION_RETRIES:
+            again = refine_pose(*self._decoded(condition, latent * shrink), rest, effectors, options)
+            if _pins_met(again) and not arm_in_body(again.local_rot, again.trans, rest, effectors, options):
+                return again
+        return refined
 
     def hypothesis_latents(self, condition, count, temperature, effectors, rest_joints, seed=None):
         """Latents (count, 72) under a Condition of one set: the flow's latents of the
@@ -651,6 +653,11 @@ def _same_misses(a, b):
     key = lambda m: (m.joint, m.kind)   # noqa: E731
     a, b = sorted(a, key=key), sorted(b, key=key)
     return [key(m) for m in a] == [key(m) for m in b] and all(abs(m.error - n.error) < SAME_MISS for m, n in zip(a, b))
+
+
+def _pins_met(refined):
+    """Whether a refined pose (or IkSolution) misses no hard effector."""
+    return not any(not m.soft for m in refined.misses)
 
 
 def _missed(solution):
