@@ -2,10 +2,14 @@
 weights plus a JSON record.
 
     python scripts/train_hypotheses.py [--preset smoke|full] [--data FILE] [--out FILE] [--base FILE]
+                                       [--trunk-blocks N] [--start-head FILE]
 
 The deterministic network (--base, default the shipped models/ik/weights/smplik.npz) stays
-fixed: it gives each problem its answer D and its last hidden layer, from which the head
-answers --count residual poses (models/ik/hypotheses.py). Each hypothesis's error is 5 x its
+fixed: it gives each problem its answer D, on which the head answers --count residual poses
+(models/ik/hypotheses.py). The head reads the network input through a trunk of its own
+(--trunk-blocks residual blocks, started from --base's trunk and trained with the head), or
+with --trunk-blocks 0 the deterministic network's last hidden layer (the v1 head).
+--start-head starts the head's MLP from another head's (v1 or v2). Each hypothesis's error is 5 x its
 mean joint distance (metres) plus --rotation-weight x its mean rotation error (radians) from
 the true pose; the loss is the smallest of these per problem plus --relax x their mean. Poses,
 bodies, augmentation and effector sets are the flow trainer's (scripts/train_flow.py). At the
@@ -24,15 +28,15 @@ sys.path.insert(0, str(ROOT))
 from models.core.skeleton import NUM_JOINTS  # noqa: E402
 from models.ik.effectors import EncodedEffectors  # noqa: E402
 from models.ik.flow import file_sha256  # noqa: E402
-from models.ik.hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses  # noqa: E402
-from models.ik.nn import prepare  # noqa: E402
+from models.ik.hypotheses import ARCHS, DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses, expected_shapes  # noqa: E402
+from models.ik.nn import load_weights, prepare  # noqa: E402
 from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
 from models.training.effectors import make_effectors  # noqa: E402
 from models.training.hypotheses import HypothesesTorch, winner_takes_all  # noqa: E402
 from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
                                    load_pose_data, placed_batch, run_config, train, training_arguments)
 from models.training.rotations import axis_angle_to_matrix  # noqa: E402
-from models.training.smplik import SmplIkTorch  # noqa: E402
+from models.training.smplik import SmplIkTorch, network_input  # noqa: E402
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 120},
@@ -48,7 +52,7 @@ def hypothesis_errors(base, head, rot, rest, pos, eff, rotation_weight):
     b = len(rot)
     with torch.no_grad():
         det, det_trans, hidden = base(joints, feats, mask, rest, symmetric=True, features=True)
-    x = head(hidden)
+    x = head(network_input(joints, feats, mask, rest)[0] if head.trunk else hidden)
     k = x.shape[1]
     local = det[:, None] @ axis_angle_to_matrix(x.reshape(b, k, NUM_JOINTS, 3))
     _, p = fk(local.reshape(b * k, NUM_JOINTS, 3, 3), rest.repeat_interleave(k, 0), det_trans.repeat_interleave(k, 0))
@@ -70,8 +74,8 @@ def evaluate(base_params, base_config, head, data, body, frames=500, seed=1):
         joints, feats, mask, _, _ = make_effectors(world, pos, gen, six_share=share, max_eff=MAX_EFF, equal_kinds=0.5)
         encoded = EncodedEffectors(joints.numpy(), feats.double().numpy(), mask.double().numpy())
         r = rest.double().numpy()
-        det, det_trans, hidden = net.predict(encoded, r, features=True)
-        x = numpy_head.residuals(hidden)
+        det, det_trans, hidden, inputs = net.predict(encoded, r, features=True)
+        x = numpy_head.residuals(inputs, hidden)
         b, k = x.shape[:2]
         local = np.repeat(det, k, axis=0) @ axis_angle_to_matrix(torch.from_numpy(x.reshape(b * k, NUM_JOINTS, 3))).numpy()
         _, p = fk(torch.from_numpy(local).float(), rest.repeat_interleave(k, 0), torch.from_numpy(np.repeat(det_trans, k, 0)).float())
@@ -89,6 +93,10 @@ def main(argv=None):
     ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
     ap.add_argument("--count", type=int, default=8, help="hypotheses per problem (default 8, the add-on's Alternatives)")
     ap.add_argument("--hidden", type=int, default=256, help="width of the head's two hidden layers (default 256)")
+    ap.add_argument("--trunk-blocks", type=int, default=0,
+                    help="residual blocks of a trunk of the head's own, started from --base's and trained with "
+                         "the head (v2); default 0: read the deterministic network's hidden layer (v1, shipped)")
+    ap.add_argument("--start-head", type=Path, help="a head (v1 or v2) whose MLP this one starts from")
     ap.add_argument("--relax", type=float, default=0.05,
                     help="weight of the mean error of all hypotheses beside the nearest one's (default 0.05)")
     ap.add_argument("--rotation-weight", type=float, default=0.5,
@@ -102,7 +110,14 @@ def main(argv=None):
     base = SmplIkTorch()
     initialise(base, args.base)
     base.requires_grad_(False)
-    head = HypothesesTorch(hidden=args.hidden, count=args.count, base_sha256=file_sha256(args.base))
+    if not 0 <= args.trunk_blocks <= base.config["blocks"]:
+        raise SystemExit(f"--trunk-blocks: 0 to {base.config['blocks']}, the blocks --base has")
+    head = HypothesesTorch(hidden=args.hidden, count=args.count, base_sha256=file_sha256(args.base),
+                           trunk_blocks=args.trunk_blocks or None, trunk_hidden=base.config["hidden"])
+    if head.trunk:
+        head.load_parts(base.numpy_params(), ["inp."] + [f"blocks.{i}." for i in range(args.trunk_blocks)])
+    if args.start_head:
+        head.load_parts(load_weights(args.start_head, ARCHS, expected_shapes)[0], ["fc1.", "fc2.", "out."])
     before = initialise(head, args.init) if args.init else None
     augment = Augmentation.from_args(args)
 
@@ -118,7 +133,8 @@ def main(argv=None):
     head.reorder(order.tolist())
     metrics["nearest_share"] = [round(float(s), 3) for s in share[order]]
     extra = {"base_weights": Path(args.base).name, "max_effectors_in_training": MAX_EFF, "six_point_share": SIX_SHARE,
-             "protocol_share": 0.5, "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
+             "protocol_share": 0.5,
+             "start_head": args.start_head.name if args.start_head else None, "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
     finish(head, args, cfg, train_set, steps, seconds, history, metrics, extra, before)
 
 

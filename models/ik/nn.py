@@ -54,6 +54,26 @@ def linear(x, p, prefix):
     return out
 
 
+def residual_trunk(x, p, blocks):
+    """SMPL-IK's trunk (`smplik.SmplIk.network`): x (B, in) -> the last hidden layer
+    normalised (B, width), float32, on parameters whose block norms are folded (`fold_norms`)."""
+    h = linear(x.astype(np.float32, copy=False), p, "inp")
+    for i in range(blocks):
+        hidden = linear(normalise(h), p, f"blocks.{i}.fc1")
+        h += linear(np.maximum(hidden, 0.0, out=hidden), p, f"blocks.{i}.fc2")
+    return normalise(h)
+
+
+def trunk_shapes(width, hidden, blocks, inputs):
+    """Parameter shapes of a residual trunk (`residual_trunk`)."""
+    shapes = {"inp.weight": (width, inputs), "inp.bias": (width,)}
+    for i in range(blocks):
+        shapes.update({f"blocks.{i}.norm.weight": (width,), f"blocks.{i}.norm.bias": (width,),
+                       f"blocks.{i}.fc1.weight": (hidden, width), f"blocks.{i}.fc1.bias": (hidden,),
+                       f"blocks.{i}.fc2.weight": (width, hidden), f"blocks.{i}.fc2.bias": (width,)})
+    return shapes
+
+
 def save_weights(path, params, config):
     """Write parameters {name: array} and the config dict to an .npz, atomically."""
     with atomic_write(path) as fh:

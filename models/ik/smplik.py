@@ -26,7 +26,7 @@ from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
-from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, normalise
+from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
 from .refine import RefineOptions, arm_in_body, effector_errors, planted_feet, refine_many, refine_pose
 
 ARCH = "smplik-v2"
@@ -120,13 +120,14 @@ class SolveOptions:
 class Condition:
     """What the flow decodes under, for B effector sets (`SmplIk.condition`): the deterministic
     network's pose, local rotations (B, 24, 3, 3) and trans (B, 3), the flow's context
-    (B, C) from the network's last hidden layer, and that layer (B, width), which the
-    hypotheses head reads."""
+    (B, C) from the network's last hidden layer, and that layer (B, width) and the network
+    input (B, 504), which the hypotheses head reads."""
 
     local_rot: np.ndarray
     trans: np.ndarray
     context: np.ndarray
     hidden: np.ndarray = None
+    inputs: np.ndarray = None
 
 
 class Slot:
@@ -166,13 +167,9 @@ _IDENTITY_6D = np.array([1.0, 0, 0, 0, 1.0, 0])
 
 def expected_shapes(cfg):
     w, h = cfg["width"], cfg["hidden"]
-    shapes = {"inp.weight": (w, NUM_JOINTS * Slot.INPUT), "inp.bias": (w,),
-              "out_norm.weight": (w,), "out_norm.bias": (w,),
-              "out.weight": (NUM_JOINTS * 6 + 3, w), "out.bias": (NUM_JOINTS * 6 + 3,)}
-    for i in range(cfg["blocks"]):
-        shapes.update({f"blocks.{i}.norm.weight": (w,), f"blocks.{i}.norm.bias": (w,),
-                       f"blocks.{i}.fc1.weight": (h, w), f"blocks.{i}.fc1.bias": (h,),
-                       f"blocks.{i}.fc2.weight": (w, h), f"blocks.{i}.fc2.bias": (w,)})
+    shapes = trunk_shapes(w, h, cfg["blocks"], NUM_JOINTS * Slot.INPUT)
+    shapes.update({"out_norm.weight": (w,), "out_norm.bias": (w,),
+                   "out.weight": (NUM_JOINTS * 6 + 3, w), "out.bias": (NUM_JOINTS * 6 + 3,)})
     return shapes
 
 
@@ -271,19 +268,14 @@ class SmplIk:
     def network(self, x, features=False):
         """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32; with features,
         also the last hidden layer normalised (B, width), the flow's condition (`flow.py`)."""
-        p = self.p
-        h = linear(x.astype(np.float32, copy=False), p, "inp")
-        for i in range(self.config["blocks"]):
-            hidden = linear(normalise(h), p, f"blocks.{i}.fc1")
-            h += linear(np.maximum(hidden, 0.0, out=hidden), p, f"blocks.{i}.fc2")
-        h = normalise(h)
-        out = linear(h, p, "out")
+        h = residual_trunk(x, self.p, self.config["blocks"])
+        out = linear(h, self.p, "out")
         return (out, h) if features else out
 
     def predict(self, effectors, rest, features=False):
         """Batched solve: EncodedEffectors (B sets) and rest joints (B, 24, 3) -> local
         rotations (B, 24, 3, 3), trans (B, 3) (and with features, the given problems' last
-        hidden layer, `network`)."""
+        hidden layer, `network`, and the network input)."""
         x, centre = network_input(effectors, rest)
         if self.symmetric:
             both, hidden = self.network(np.concatenate([x, mirror_input(x)]), features=True)
@@ -298,7 +290,7 @@ class SmplIk:
         world = rot6d_to_matrix(rot6)   # the network predicts world rotations: errors do not pile up down the chains
         local = world_to_local(world)
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]
-        return (local, trans, hidden) if features else (local, trans)
+        return (local, trans, hidden, x) if features else (local, trans)
 
     def condition(self, encoded, rest):
         """The flow's Condition for EncodedEffectors (B sets) on rest joints (B, 24, 3): the
@@ -307,8 +299,8 @@ class SmplIk:
         if self.flow is None:
             raise SmplIkError(f"no generative weights for these SMPL-IK weights ({DEFAULT_FLOW_WEIGHTS} is missing "
                               "or belongs to other weights): only the deterministic solve is available")
-        det, trans, hidden = self.predict(encoded, rest, features=True)
-        return Condition(local_rot=det, trans=trans, context=self.flow.context(hidden), hidden=hidden)
+        det, trans, hidden, x = self.predict(encoded, rest, features=True)
+        return Condition(local_rot=det, trans=trans, context=self.flow.context(hidden), hidden=hidden, inputs=x)
 
     def decode(self, condition, latents):
         """Poses from the flow (`flow.py`): a Condition (B sets) and latents (B, K, 72) -> local
@@ -474,7 +466,7 @@ class SmplIk:
         """Latents (count, 72) under a Condition of one set: the flow's latents of the
         hypotheses head's first min(count, head's count) poses, times temperature /
         DEFAULT_TEMPERATURE, then principal latents (`principal_latents`) for the rest."""
-        head = self.hypotheses.residuals(condition.hidden)[0][:count]               # (H, 72) residuals
+        head = self.hypotheses.residuals(condition.inputs, condition.hidden)[0][:count]               # (H, 72) residuals
         context = np.broadcast_to(condition.context, (len(head), condition.context.shape[-1]))
         latents = self.flow.inverse(head, context)[0] * (temperature / DEFAULT_TEMPERATURE)
         if count > len(latents):

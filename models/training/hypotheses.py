@@ -3,23 +3,44 @@ and the winner-takes-all loss."""
 import torch
 from torch import nn
 
+from ..core.skeleton import NUM_JOINTS
 from ..ik.hypotheses import ARCH, DIMS
+from ..ik.smplik import Slot
+from .smplik import Block
 
 
 class HypothesesTorch(nn.Module):
-    def __init__(self, base_width=512, hidden=256, count=8, base_sha256=None):
+    """trunk_blocks=None: a v1 head over the deterministic network's hidden layer (forward
+    reads those features); otherwise a v2 head with a trunk of its own of that many residual
+    blocks (forward reads the network input, `smplik.network_input`)."""
+
+    def __init__(self, base_width=512, hidden=256, count=8, base_sha256=None, trunk_blocks=None, trunk_hidden=256):
         super().__init__()
-        self.config = {"arch": ARCH, "base_width": base_width, "hidden": hidden, "count": count,
-                       "base_sha256": base_sha256}
+        if trunk_blocks is None:
+            self.config = {"arch": "smplik-hypotheses-v1", "base_width": base_width, "hidden": hidden,
+                           "count": count, "base_sha256": base_sha256}
+        else:
+            inputs = NUM_JOINTS * Slot.INPUT
+            self.config = {"arch": ARCH, "base_width": base_width, "hidden": hidden, "count": count,
+                           "base_sha256": base_sha256, "inputs": inputs, "trunk_blocks": trunk_blocks,
+                           "trunk_hidden": trunk_hidden}
+            self.inp = nn.Linear(inputs, base_width)
+            self.blocks = nn.ModuleList(Block(base_width, trunk_hidden) for _ in range(trunk_blocks))
+        self.trunk = trunk_blocks is not None
         self.count = count
         self.fc1, self.fc2 = nn.Linear(base_width, hidden), nn.Linear(hidden, hidden)
         self.out = nn.Linear(hidden, count * DIMS)
         nn.init.normal_(self.out.weight, std=1e-3)   # near the deterministic pose, each a little apart
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, features):
-        h = torch.relu(self.fc2(torch.relu(self.fc1(features))))
-        return self.out(h).reshape(len(features), self.count, DIMS)
+    def forward(self, x):
+        if self.trunk:
+            x = self.inp(x)
+            for b in self.blocks:
+                x = b(x)
+            x = nn.functional.layer_norm(x, x.shape[-1:])
+        h = torch.relu(self.fc2(torch.relu(self.fc1(x))))
+        return self.out(h).reshape(len(x), self.count, DIMS)
 
     def reorder(self, order):
         """Put the hypotheses in `order` (a permutation of range(count)), in place."""
@@ -27,6 +48,16 @@ class HypothesesTorch(nn.Module):
         with torch.no_grad():
             self.out.weight.copy_(self.out.weight[rows])
             self.out.bias.copy_(self.out.bias[rows])
+
+    def load_parts(self, arrays, prefixes):
+        """Copy the arrays {name: array} whose names start with one of `prefixes` into this
+        head (a deterministic network's trunk, a v1 head's MLP); shapes must agree."""
+        state = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in arrays.items()
+                 if k.startswith(tuple(prefixes)) and not k.endswith("_t")}
+        missing = [k for k in self.state_dict() if k.startswith(tuple(prefixes)) and k not in state]
+        if missing:
+            raise ValueError(f"no {', '.join(missing[:3])} to start from")
+        self.load_state_dict(state, strict=False)
 
     def numpy_params(self):
         return {k: v.detach().cpu().numpy() for k, v in self.state_dict().items()}

@@ -7,7 +7,7 @@ from conftest import measured_effector_errors, smoke_train
 from models.core.errors import SmplIkError
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import NUM_JOINTS
-from models.ik.effectors import Effector, encode_effectors
+from models.ik.effectors import Effector, EncodedEffectors, encode_effectors
 from models.ik.hypotheses import DIMS, Hypotheses
 from models.ik.nn import prepare, save_weights
 from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk, SolveOptions
@@ -15,25 +15,63 @@ from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk, SolveOptions
 torch = pytest.importorskip("torch")
 
 
-def random_head(base_width=64, count=4, seed=2, base_sha256=None):
+def random_head(base_width=64, count=4, seed=2, base_sha256=None, trunk_blocks=None):
     from models.training.hypotheses import HypothesesTorch
 
     torch.manual_seed(seed)
-    head = HypothesesTorch(base_width=base_width, hidden=32, count=count, base_sha256=base_sha256)
+    head = HypothesesTorch(base_width=base_width, hidden=32, count=count, base_sha256=base_sha256,
+                           trunk_blocks=trunk_blocks, trunk_hidden=32)
     with torch.no_grad():
         head.out.weight.normal_(std=0.1)   # a fresh head answers nearly the deterministic pose
         head.out.bias.normal_(std=0.1)
     return head
 
 
-def test_numpy_head_matches_torch():
-    head = random_head()
-    features = torch.randn(7, 64, dtype=torch.float64)
-    want = head.double()(features).detach().numpy()
-    got = Hypotheses(prepare(head.numpy_params(), np.float64), head.config).residuals(features.numpy())
+@pytest.mark.parametrize("trunk_blocks", [None, 2])
+def test_numpy_head_matches_torch(trunk_blocks):
+    head = random_head(trunk_blocks=trunk_blocks)
+    if trunk_blocks:
+        with torch.no_grad():   # block norms away from the identity, so folding them is checked
+            for b in head.blocks:
+                b.norm.weight.uniform_(0.5, 1.5)
+                b.norm.bias.normal_(std=0.3)
+    inputs = torch.randn(7, head.config.get("inputs", 64), dtype=torch.float64)
+    hidden = torch.randn(7, 64, dtype=torch.float64)
+    want = head.double()(inputs if trunk_blocks else hidden).detach().numpy()
+    got = Hypotheses(prepare(head.numpy_params(), np.float64), head.config).residuals(inputs.numpy(), hidden.numpy())
     assert got.shape == (7, 4, DIMS)
     assert np.abs(got - want).max() < 1e-4
     assert np.abs(want).max() > 0.05          # not the trivial zero answer
+
+
+def test_a_trunk_started_from_the_network_reads_what_the_v1_head_read(tmp_path):
+    """A v2 head whose trunk is the deterministic network's and whose MLP is a v1 head's gives
+    the v1 head's answers (the trainer's starting point): the trunk's features are the
+    network's last hidden layer."""
+    from models.training.smplik import SmplIkTorch
+
+    torch.manual_seed(3)
+    base = SmplIkTorch(width=64, hidden=32, blocks=2)
+    with torch.no_grad():
+        for b in base.blocks:
+            b.norm.weight.uniform_(0.5, 1.5)
+            b.norm.bias.normal_(std=0.3)
+    save_weights(tmp_path / "s.npz", base.numpy_params(), base.config)
+    net = SmplIk.load(tmp_path / "s.npz", flow_path=None, hypotheses_path=None)
+    v1 = random_head()
+    v2 = random_head(seed=5, trunk_blocks=2)
+    v2.load_parts(base.numpy_params(), ["inp.", "blocks."])
+    v2.load_parts(v1.numpy_params(), ["fc1.", "fc2.", "out."])
+    rest = np.random.default_rng(0).normal(scale=0.3, size=(3, 24, 3))
+    encoded = encode_effectors(EFFECTORS)
+    encoded = EncodedEffectors(*(np.repeat(a, 3, axis=0) for a in (encoded.joints, encoded.rows, encoded.mask)))
+    _, _, hidden, inputs = net.predict(encoded, rest, features=True)
+    one = Hypotheses(prepare(v1.numpy_params(), np.float64), v1.config).residuals(inputs, hidden)
+    two = Hypotheses(prepare(v2.numpy_params(), np.float64), v2.config).residuals(inputs, hidden)
+    assert np.abs(one).max() > 0.05
+    assert np.abs(one - two).max() < 1e-4
+    with pytest.raises(ValueError, match="no inp.weight"):
+        v2.load_parts({}, ["inp."])
 
 
 def test_reorder_permutes_the_hypotheses():
@@ -58,7 +96,7 @@ def test_winner_takes_all_trains_only_the_nearest_much():
     assert np.allclose(grad[0], [0.1 / 6, 0.5 + 0.1 / 6, 0.1 / 6]) and np.allclose(grad[1], [0.5 + 0.1 / 6, 0.1 / 6, 0.1 / 6])
 
 
-def net_with_head(folder, head_base=None):
+def net_with_head(folder, head_base=None, trunk_blocks=1):
     """A small random SmplIk with a random flow and a random hypotheses head over it."""
     from models.ik.flow import file_sha256
     from models.training.flow import PoseFlowTorch
@@ -69,7 +107,7 @@ def net_with_head(folder, head_base=None):
     save_weights(folder / "s.npz", base.numpy_params(), base.config)
     flow = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=4)
     save_weights(folder / "f.npz", flow.numpy_params(), flow.config)
-    head = random_head(base_sha256=head_base or file_sha256(folder / "s.npz"))
+    head = random_head(base_sha256=head_base or file_sha256(folder / "s.npz"), trunk_blocks=trunk_blocks)
     save_weights(folder / "h.npz", head.numpy_params(), head.config)
     return folder / "s.npz", folder / "f.npz", folder / "h.npz"
 
@@ -84,7 +122,7 @@ def test_sample_gives_the_heads_poses_likeliest_first(open_body, tmp_path):
     plain = SolveOptions(refine=None)
     samples = net.sample(EFFECTORS, rest, count=3, options=plain)            # the head's by default
     condition = net.condition(encode_effectors(EFFECTORS), rest[None])
-    x = net.hypotheses.residuals(condition.hidden)[0]
+    x = net.hypotheses.residuals(condition.inputs, condition.hidden)[0]
     want = condition.local_rot[0] @ axis_angle_to_matrix(x.reshape(-1, NUM_JOINTS, 3))
     for k, sample in enumerate(samples):                                    # the first three, in order
         assert np.abs(sample.local_rot - want[k]).max() < 1e-6, k
