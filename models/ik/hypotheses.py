@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
+from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
 
 ARCH = "smplik-hypotheses-v2"
 ARCHS = ("smplik-hypotheses-v1", ARCH)   # what the runtime reads
@@ -34,7 +34,7 @@ DIMS = 72
 
 
 def has_trunk(cfg):
-    return cfg["arch"] != "smplik-hypotheses-v1"
+    return cfg["arch"] != ARCHS[0]
 
 
 def expected_shapes(cfg):
@@ -58,7 +58,7 @@ class Hypotheses:
         self.trunk = has_trunk(config)
         params = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
         if self.trunk:
-            params = fold_norms(params, [(f"blocks.{i}.norm", f"blocks.{i}.fc1") for i in range(config["trunk_blocks"])])
+            params = fold_norms(params, block_norm_pairs(config["trunk_blocks"]))
         self.p = params
 
     @classmethod

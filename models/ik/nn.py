@@ -36,6 +36,11 @@ def fold_norms(params, pairs):
     return params
 
 
+def block_norm_pairs(blocks):
+    """`fold_norms` pairs of a residual trunk's blocks (`residual_trunk`)."""
+    return [(f"blocks.{i}.norm", f"blocks.{i}.fc1") for i in range(blocks)]
+
+
 def linear(x, p, prefix):
     """x (..., in) @ W^T + b, as one 2-D BLAS call (numpy's stacked matmul is far slower), or
     for a few rows one matrix-vector product each: OpenBLAS packs the whole weight for a matrix

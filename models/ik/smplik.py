@@ -26,7 +26,7 @@ from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
-from .nn import WEIGHTS_DIR, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
+from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
 from .refine import RefineOptions, arm_in_body, effector_errors, planted_feet, refine_many, refine_pose
 
 ARCH = "smplik-v2"
@@ -237,8 +237,7 @@ class SmplIk:
         self.symmetric = symmetric
         self.flow = flow
         self.hypotheses = hypotheses
-        self.p = fold_norms(params, [(f"blocks.{i}.norm", f"blocks.{i}.fc1") for i in range(config["blocks"])]
-                            + [("out_norm", "out")])
+        self.p = fold_norms(params, block_norm_pairs(config["blocks"]) + [("out_norm", "out")])
 
     @classmethod
     def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, flow_path=DEFAULT_FLOW_WEIGHTS,

@@ -4,9 +4,9 @@ import torch
 from torch import nn
 
 from ..core.skeleton import NUM_JOINTS
-from ..ik.hypotheses import ARCH, DIMS
+from ..ik.hypotheses import ARCH, ARCHS, DIMS
 from ..ik.smplik import Slot
-from .smplik import Block
+from .smplik import Block, residual_trunk
 
 
 class HypothesesTorch(nn.Module):
@@ -17,7 +17,7 @@ class HypothesesTorch(nn.Module):
     def __init__(self, base_width=512, hidden=256, count=8, base_sha256=None, trunk_blocks=None, trunk_hidden=256):
         super().__init__()
         if trunk_blocks is None:
-            self.config = {"arch": "smplik-hypotheses-v1", "base_width": base_width, "hidden": hidden,
+            self.config = {"arch": ARCHS[0], "base_width": base_width, "hidden": hidden,
                            "count": count, "base_sha256": base_sha256}
         else:
             inputs = NUM_JOINTS * Slot.INPUT
@@ -35,9 +35,7 @@ class HypothesesTorch(nn.Module):
 
     def forward(self, x):
         if self.trunk:
-            x = self.inp(x)
-            for b in self.blocks:
-                x = b(x)
+            x = residual_trunk(self.inp, self.blocks, x)
             x = nn.functional.layer_norm(x, x.shape[-1:])
         h = torch.relu(self.fc2(torch.relu(self.fc1(x))))
         return self.out(h).reshape(len(x), self.count, DIMS)

@@ -19,6 +19,15 @@ class Block(nn.Module):
         return x + self.fc2(torch.relu(self.fc1(self.norm(x))))
 
 
+def residual_trunk(inp, blocks, x):
+    """The residual trunk (`nn.residual_trunk`'s torch twin) up to its last hidden layer,
+    before the final norm: x (B, in) -> (B, width)."""
+    h = inp(x)
+    for b in blocks:
+        h = b(h)
+    return h
+
+
 def network_input(joints, feats, mask, rest):
     """The same slots, weights and centre as smplik.network_input (its column tables), for
     tensors: joints (B, E), feats (B, E, Column.COUNT), mask (B, E), rest (B, 24, 3)."""
@@ -54,9 +63,7 @@ class SmplIkTorch(nn.Module):
     def network(self, x, features=False):
         """Raw outputs; with features, also the last hidden layer normalised (no scale or
         shift), which conditions the flow (`SmplIk.network`)."""
-        h = self.inp(x)
-        for b in self.blocks:
-            h = b(h)
+        h = residual_trunk(self.inp, self.blocks, x)
         out = self.out(self.out_norm(h))
         return (out, nn.functional.layer_norm(h, h.shape[-1:])) if features else out
 
