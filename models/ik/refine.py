@@ -202,16 +202,19 @@ class Miss:
     tolerance: float
     soft: bool
     gave_way: bool = False
+    reason: str = ""
 
     def describe(self):
         """'left_wrist is 12.3 cm from its target' / 'head is turned 8.0 degrees from its
-        target', and for a pin that gave way ' (it gave way to the other pins)'."""
+        target', and for a pin that gave way ' (it gave way to the other pins)', then the reason
+        where one is known (`out_of_reach`)."""
         if self.kind is EffectorKind.POSITION:
             text = f"{self.joint} is {self.error * 100:.1f} cm from its target"
         else:
             what = "turned" if self.kind is EffectorKind.ROTATION else "looking"
             text = f"{self.joint} is {what} {np.degrees(self.error):.1f} degrees from its target"
-        return text + (" (it gave way to the other pins)" if self.gave_way else "")
+        text += " (it gave way to the other pins)" if self.gave_way else ""
+        return text + (f": {self.reason}" if self.reason else "")
 
 
 @dataclass(frozen=True)
@@ -662,8 +665,10 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
         trial, trial_errors = solve(fewer, pose)
         if not _missed_pins(effectors, soft_flags, fewer, trial_errors):
             gave_way, pose, errors = fewer, trial, trial_errors
-    return Refined(local_rot=pose[0], trans=pose[1], errors=errors,
-                   misses=_misses(effectors, soft_flags, errors, gave_way))
+    misses = _misses(effectors, soft_flags, errors, gave_way)
+    if misses:
+        misses = _misses(effectors, soft_flags, errors, gave_way, out_of_reach(effectors, rest))
+    return Refined(local_rot=pose[0], trans=pose[1], errors=errors, misses=misses)
 
 
 def _refine_levels(local, trans, rest, effectors, soft_flags, options):
@@ -882,17 +887,62 @@ def _merge_held(held, pushed):
     return [(n, c, angles) for (n, c), angles in merged.items()]
 
 
-def _misses(effectors, soft_flags, errors, gave_way=()):
+def _misses(effectors, soft_flags, errors, gave_way=(), reasons=None):
     """The effectors not met, largest first; the indices in gave_way are pins (not soft) that
-    gave way."""
+    gave way; reasons {index: text} (`out_of_reach`) go with those effectors' misses."""
     out = []
+    reasons = reasons or {}
     for n, (e, soft, error) in enumerate(zip(effectors, soft_flags, errors)):
         kind = kind_of(e)
         tolerance = max(float(getattr(e, "tolerance", 0.0)), HARD_TOLERANCE[kind]) if soft else HARD_TOLERANCE[kind]
         if error > tolerance:
-            name = e.joint if isinstance(e.joint, str) else JOINT_NAMES[int(e.joint)]
-            out.append(Miss(name, kind, float(error), tolerance, soft, gave_way=n in gave_way))
+            out.append(Miss(_name(e), kind, float(error), tolerance, soft, gave_way=n in gave_way,
+                            reason=reasons.get(n, "")))
     return tuple(sorted(out, key=lambda m: -m.error))
+
+
+def _name(effector):
+    return effector.joint if isinstance(effector.joint, str) else JOINT_NAMES[int(effector.joint)]
+
+
+def out_of_reach(effectors, rest):
+    """Position effectors whose targets lie further apart than the body can stretch between
+    their joints (the rest bone lengths along the skeleton's path from one to the other, every
+    joint straight): {effector index: reason}, for both of each such pair (the first pair found
+    for each). No start or refinement meets such a pair; an empty dict does not promise the
+    set is reachable (joint ranges, other kinds of pin)."""
+    rest = np.asarray(rest, dtype=np.float64)
+    bone = np.zeros(NUM_JOINTS)
+    bone[1:] = np.linalg.norm(rest[1:] - rest[list(PARENTS[1:])], axis=1)
+    positions = [n for n, e in enumerate(effectors) if kind_of(e) is EffectorKind.POSITION]
+    reasons = {}
+    for i, a in enumerate(positions):
+        for b in positions[i + 1:]:
+            ja, jb = joint_of(effectors[a], a), joint_of(effectors[b], b)
+            gap = float(np.linalg.norm(np.subtract(effectors[a].target, effectors[b].target, dtype=np.float64)))
+            span = _path_length(ja, jb, bone)
+            if gap > span + HARD_TOLERANCE[EffectorKind.POSITION]:
+                for n, other in ((a, b), (b, a)):
+                    reasons.setdefault(n, f"its target is {gap:.2f} m from {_name(effectors[other])}'s, further than "
+                                          f"the body reaches between them ({span:.2f} m)")
+    return reasons
+
+
+def _path_length(a, b, bone):
+    """The summed bone lengths (24,) on the skeleton's path from joint a to joint b."""
+    up = {}
+    j, length = a, 0.0
+    while True:
+        up[j] = length
+        if j == 0:
+            break
+        length += bone[j]
+        j = PARENTS[j]
+    j, length = b, 0.0
+    while j not in up:
+        length += bone[j]
+        j = PARENTS[j]
+    return length + up[j]
 
 
 def planted_feet(effectors, world_rotations):

@@ -27,7 +27,7 @@ from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
 from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
-from .refine import RefineOptions, arm_in_body, effector_errors, planted_feet, refine_many, refine_pose
+from .refine import RefineOptions, arm_in_body, effector_errors, out_of_reach, planted_feet, refine_many, refine_pose
 
 ARCH = "smplik-v2"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
@@ -369,12 +369,19 @@ class SmplIk:
             plain = self.refine_from(effectors, pose, rest[0], refine, current_pose, fallback)
             if not plain.misses or miss_total(plain) < miss_total(solution) - WARM_MARGIN:
                 solution = plain
-        if generative and not _pins_met(solution):
+        if generative and not _pins_met(solution) and not _stretched(solution):
             # the refinement stalled short of a pin (a limb folded against its range): the
             # network's own guess may reach it
             again = self.refine_from(effectors, guess(), rest[0], refine, current_pose)
             if miss_total(again) < miss_total(solution):
                 solution = again
+        if keep is None and not options.warm_start and not _pins_met(solution) and not _stretched(solution):
+            # every start fell in the same basin (the root turned the wrong way): a fresh solve
+            # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump
+            start = (local, trans)
+            turned = _root_turned(start, lambda s: self.refine_from(effectors, s, rest[0], refine, current_pose))[0]
+            if turned is not None:
+                solution = turned
         return self._solution(solution.local_rot, solution.trans, rest[0], condition, solution)
 
     def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
@@ -382,7 +389,9 @@ class SmplIk:
         """`count` alternative poses for the same effectors, in one batched pass of the
         networks, decoded from latents of the flow and, with options.refine, each made to meet
         the effectors (as `solve`; a sample whose refinement stalls short of a pin, or leaves an
-        arm in the body where no pin puts it, is refined again from nearer the natural pose).
+        arm in the body where no pin puts it, is refined again from nearer the natural pose,
+        and one that still misses a pin with the root turned, ROOT_TURNS: tried for the first
+        such sample, then for the next only while a turn keeps working).
         Temperature 0 gives the natural pose every time;
         the default suits most problems. spread (None: "hypotheses" when the head is loaded,
         else "principal"):
@@ -426,6 +435,7 @@ class SmplIk:
         effectors = list(effectors)
         extra = self._planted(effectors, rest[0], refine, options.current_pose)
         out = []
+        turn = None   # the root turn that met every pin for one sample (ROOT_TURNS), tried first for the next
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, refine)):
             # from some starts the refinement stalls (a limb folded against its range): try again
             # nearer the natural pose, which the same pins reach, and last from the network's guess.
@@ -433,7 +443,7 @@ class SmplIk:
             # the start stuck: the sample stays (else every sample would become the same retry)
             starts = [latents[0, k] * shrink for shrink in SAMPLE_RETRIES] + [None]
             for retry in starts:
-                if _pins_met(refined):
+                if _pins_met(refined) or _stretched(refined):
                     break
                 start = self._guess(encoded, rest) if retry is None else self._decoded(condition, retry)
                 again = refine_pose(*start, rest[0], effectors + extra, refine)
@@ -441,6 +451,16 @@ class SmplIk:
                     break
                 if miss_total(again) < miss_total(refined):
                     refined = again
+            if not _pins_met(refined) and not _stretched(refined) and turn is not False:
+                # every start fell in the same basin: try the root turned, once per call (a set
+                # out of reach would cost every sample the turns); the turn that worked is the
+                # first the next missing sample tries
+                again, found = _root_turned((local[k], trans[k]), lambda s: refine_pose(*s, rest[0], effectors + extra, refine),
+                                            turn)
+                if again is not None:
+                    refined, turn = again, found
+                elif turn is None:
+                    turn = False
             out.append(self._arm_out(refined, condition, latents[0, k], rest[0], effectors + extra, refine))
         final = self.encode(condition, np.stack([r.local_rot for r in out]))
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
@@ -609,6 +629,7 @@ CARRY_MET = 1e-3   # metres (radians): a kept solution this close to every effec
 # A step that comes nearer than that (back within reach) goes on to RefineOptions.iterations.
 CREEP_ITERATIONS = 5
 CREEP_MARGIN = 1e-3
+ROOT_TURNS = tuple(sign * np.radians(60.0) * axis for sign in (1.0, -1.0) for axis in np.eye(3))   # axis-angle
 SAME_MISS = 1e-3   # metres (radians): two solves missing an effector this alike miss it the same
 WARM_MARGIN = 0.01   # metres (or radians) less miss that make a drag take another start than its first
 FALLBACK_ITERATIONS = 8   # for that guess: a reachable problem's guess is near its answer
@@ -644,6 +665,31 @@ def _same_misses(a, b):
     key = lambda m: (m.joint, m.kind)   # noqa: E731
     a, b = sorted(a, key=key), sorted(b, key=key)
     return [key(m) for m in a] == [key(m) for m in b] and all(abs(m.error - n.error) < SAME_MISS for m, n in zip(a, b))
+
+
+def _root_turned(start, refine, first=None):
+    """A pose that meets every pin, refined (`refine`, a function of a start (local_rot, trans))
+    from `start` with the root turned by each of ROOT_TURNS (ROOT_TURNS[first] first), and that
+    turn's index; (None, None) when none does. The network's starts can all lie in one basin where a pin
+    gives way (on m21's female body a pelvis pin 1.8 mm short, the hips and spine 30 degrees
+    off the pose that holds it); a root turned 60 degrees lets the refinement leave it."""
+    local, trans = start
+    order = list(range(len(ROOT_TURNS)))
+    if first is not None:
+        order.insert(0, order.pop(first))
+    for n in order:
+        turned = np.array(local, dtype=np.float64)
+        turned[0] = axis_angle_to_matrix(ROOT_TURNS[n]) @ turned[0]
+        again = refine((turned, trans))
+        if _pins_met(again):
+            return again, n
+    return None, None
+
+
+def _stretched(refined):
+    """Whether a pin missed is out of the body's reach of another (`refine.out_of_reach`): no
+    start meets it."""
+    return any(m.reason and not m.soft for m in refined.misses)
 
 
 def _pins_met(refined):

@@ -186,7 +186,7 @@ def test_alternatives_with_a_pin_out_of_reach_differ_where_the_other_pins_allow(
         for joint, obj in effs.items():
             assert off_by(arm, obj) < MET, (i, joint, off_by(arm, obj))
         status = arm.smpl_ik.status
-        assert status.startswith("Out of reach: left_wrist is") and status.endswith("(it gave way to the other pins)")
+        assert status.startswith("Out of reach: left_wrist is") and "(it gave way to the other pins)" in status
         assert stated_distance(status) == pytest.approx(off_by(arm, wrist), abs=6e-4)
         poses.append(world_joints(arm, FREE))
     for a in range(4):

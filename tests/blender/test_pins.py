@@ -143,8 +143,8 @@ def test_a_soft_effector_or_a_pin_out_of_reach_gives_way_to_the_other_pins(posed
     assert bpy.ops.smpl_ik.solve() == {"FINISHED"}
     assert max(off_by(arm, o) for o in others) < 1e-3
     assert off_by(arm, wrist) == pytest.approx(soft_miss, abs=1e-3)
-    assert arm.smpl_ik.status == (f"Out of reach: right_wrist is {off_by(arm, wrist) * 100:.1f} cm from its target "
-                                  "(it gave way to the other pins)")
+    assert arm.smpl_ik.status.startswith(f"Out of reach: right_wrist is {off_by(arm, wrist) * 100:.1f} cm from its "
+                                         "target (it gave way to the other pins)")
 
 
 @pytest.mark.parametrize("live", [True, False], ids=["dragged", "moved-with-live-off"])
@@ -170,7 +170,7 @@ def test_solve_holds_the_pins_and_the_wrist_out_of_reach_gives_way(posed, capfd,
         miss = off_by(arm, wrist)
         assert miss > 0.03
         status = arm.smpl_ik.status
-        assert status.startswith("Out of reach: left_wrist is") and status.endswith("(it gave way to the other pins)")
+        assert status.startswith("Out of reach: left_wrist is") and "(it gave way to the other pins)" in status
         assert ";" not in status                                          # it alone
         assert stated_distance(status) == pytest.approx(miss, abs=6e-4)
         assert f"Warning: {arm.name}: {status}" in capfd.readouterr().out
@@ -194,7 +194,9 @@ def test_the_pin_moved_since_the_last_solve_is_the_one_that_gives_way(posed, mov
     assert off_by(arm, effs[other]) < 1e-3
     assert off_by(arm, effs[moved]) > 0.2
     assert arm.smpl_ik.status.startswith(f"Out of reach: {moved} is")
-    assert arm.smpl_ik.status.endswith("(it gave way to the other pins)")
+    # and why: the two targets lie further apart than the spine and neck reach
+    assert "(it gave way to the other pins): its target is" in arm.smpl_ik.status
+    assert f"from {other}'s, further than the body reaches between them" in arm.smpl_ik.status
 
 
 def test_unreachable_targets_warn_from_solve(posed, capfd):
