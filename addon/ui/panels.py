@@ -1,4 +1,6 @@
 """The sidebar tab "SMPL-IK" in the 3D viewport, and the pose-mode shortcut for effectors."""
+import textwrap
+
 import bpy
 
 from ...models.core.errors import SmplIkError
@@ -7,6 +9,30 @@ from ..com import live
 from ..com.objects import body_of, is_custom_rig, is_effector, rig_of
 from ..photo.image import detector_available
 from ..pose.effectors import effectors_of
+
+
+SIDEBAR_PX = 300      # the sidebar's width where no region says (a panel drawn outside the viewport)
+CHAR_PX = 7.0         # a label character's mean width at UI scale 1 (Blender's default font, 11 pt)
+
+
+def status_lines(text, width_px, scale=1.0):
+    """A status message as lines that fit a panel `width_px` wide at UI scale `scale` (a label
+    shows one line and cuts the rest off)."""
+    chars = max(20, int((width_px - 40 * scale) / (CHAR_PX * scale)))   # less the icon and margins
+    return textwrap.wrap(text, chars) or [text]
+
+
+def status_label(layout, text, context):
+    """`text` in red under an error icon, wrapped to the panel's width."""
+    col = layout.column(align=True)
+    col.alert = True
+    region = getattr(context, "region", None)
+    width = region.width if region is not None and region.width > 1 else SIDEBAR_PX
+    preferences = getattr(context, "preferences", None)
+    scale = preferences.system.ui_scale if preferences is not None else 0.0
+    scale = scale if scale > 0 else 1.0   # 0 without a window (Blender in the background)
+    for n, line in enumerate(status_lines(text, width, scale)):
+        col.label(text=line, icon="ERROR" if n == 0 else "BLANK1")
 
 
 class SidebarPanel:
@@ -57,7 +83,7 @@ class SMPL_IK_PT_body(SidebarPanel, bpy.types.Panel):
         op = box.operator("smpl_ik.set_measurements", icon="FULLSCREEN_ENTER")
         op.height, op.weight = props.target_height, props.target_weight
         if props.status:
-            box.label(text=props.status, icon="ERROR")
+            status_label(box, props.status, context)
 
 
 class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
@@ -106,9 +132,7 @@ class SMPL_IK_PT_pose(SidebarPanel, bpy.types.Panel):
             col.label(text="No effectors yet")
         body = arm.smpl_ik
         if body.status:   # what the last solve did not meet, or why it refused
-            row = layout.row()
-            row.alert = True
-            row.label(text=body.status, icon="ERROR")
+            status_label(layout, body.status, context)
         row = layout.row()
         row.prop(body, "live")
         row.prop(body, "refine")

@@ -376,8 +376,12 @@ def test_the_pose_panel_shows_priorities_body_options_and_the_status_in_red(pose
     assert not any(isinstance(item, tuple) and item[2] for item in drawn)          # nothing in red
     effs["left_wrist"].location += Vector(body_directions(arm)[0] * 1.2)
     update()
-    assert ("label", arm.smpl_ik.status, True) in drawn_pose_panel()
     assert arm.smpl_ik.status.startswith("Out of reach: left_wrist is")
+    # in red, wrapped over as many labels as the sidebar's width needs (a label shows one line):
+    # the whole message is there, no line longer than a 300-pixel sidebar holds (40 characters)
+    red = [item[1] for item in drawn_pose_panel() if isinstance(item, tuple) and item[2]]
+    assert " ".join(red) == arm.smpl_ik.status and len(red) > 1
+    assert max(len(line) for line in red) <= 40
 
 
 def test_an_effector_left_out_of_reach_stays_soft_when_another_moves(posed):
