@@ -159,6 +159,19 @@ class _Limits:
         return out
 
 
+def past_range(local_rot, limits=JOINT_LIMITS):
+    """What of a pose (local rotations (24, 3, 3)) lies outside the joint ranges: one text per
+    joint, 'left_knee 32 degrees past its range (about x)' for its furthest component."""
+    out = []
+    for lim in limits:
+        angles = np.degrees(matrix_to_euler(np.asarray(local_rot)[JOINT_INDEX[lim.joint]], lim.order))
+        over = np.maximum(np.array(lim.low) - angles, angles - np.array(lim.high))
+        c = int(np.argmax(over))
+        if over[c] > 0.5:
+            out.append(f"{lim.joint} {over[c]:.0f} degrees past its range (about {lim.order[c].lower()})")
+    return out
+
+
 def clamp_to_limits(local_rot):
     """Local rotations (24, 3, 3) with the knees and elbows moved inside JOINT_LIMITS."""
     return _Limits().clamp(np.asarray(local_rot, dtype=np.float64))[0]

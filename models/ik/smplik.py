@@ -27,7 +27,8 @@ from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
 from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
-from .refine import RefineOptions, arm_in_body, effector_errors, out_of_reach, planted_feet, refine_many, refine_pose
+from .refine import (RefineOptions, arm_in_body, effector_errors, out_of_reach, past_range, planted_feet, refine_many,
+                     refine_pose)
 
 ARCH = "smplik-v2"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
@@ -379,9 +380,12 @@ class SmplIk:
             # every start fell in the same basin (the root turned the wrong way): a fresh solve
             # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump
             start = (local, trans)
-            turned = _root_turned(start, lambda s: self.refine_from(effectors, s, rest[0], refine, current_pose))[0]
+            strict = replace(refine, give_way=False)   # a turn is kept only when every pin holds
+            turned = _root_turned(start, lambda s: self.refine_from(effectors, s, rest[0], strict, current_pose))[0]
             if turned is not None:
                 solution = turned
+            else:
+                solution = _with_reason(solution, self._range_reason(effectors, solution, rest[0], refine, current_pose))
         return self._solution(solution.local_rot, solution.trans, rest[0], condition, solution)
 
     def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
@@ -390,8 +394,10 @@ class SmplIk:
         networks, decoded from latents of the flow and, with options.refine, each made to meet
         the effectors (as `solve`; a sample whose refinement stalls short of a pin, or leaves an
         arm in the body where no pin puts it, is refined again from nearer the natural pose,
-        and one that still misses a pin with the root turned, ROOT_TURNS: tried for the first
-        such sample, then for the next only while a turn keeps working).
+        and one that still misses a pin with the root turned, ROOT_TURNS, the turn that worked
+        first. Once no start or turn meets the pins, they are out of reach: the later samples
+        keep their first refinement, and every miss says why where the joint ranges are the
+        cause).
         Temperature 0 gives the natural pose every time;
         the default suits most problems. spread (None: "hypotheses" when the head is loaded,
         else "principal"):
@@ -436,6 +442,7 @@ class SmplIk:
         extra = self._planted(effectors, rest[0], refine, options.current_pose)
         out = []
         turn = None   # the root turn that met every pin for one sample (ROOT_TURNS), tried first for the next
+        reason = ""   # why the pins cannot all be met, once no turn meets them (_range_reason)
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, refine)):
             # from some starts the refinement stalls (a limb folded against its range): try again
             # nearer the natural pose, which the same pins reach, and last from the network's guess.
@@ -443,7 +450,7 @@ class SmplIk:
             # the start stuck: the sample stays (else every sample would become the same retry)
             starts = [latents[0, k] * shrink for shrink in SAMPLE_RETRIES] + [None]
             for retry in starts:
-                if _pins_met(refined) or _stretched(refined):
+                if _pins_met(refined) or _stretched(refined) or turn is False:   # (no turn met them either)
                     break
                 start = self._guess(encoded, rest) if retry is None else self._decoded(condition, retry)
                 again = refine_pose(*start, rest[0], effectors + extra, refine)
@@ -455,12 +462,16 @@ class SmplIk:
                 # every start fell in the same basin: try the root turned, once per call (a set
                 # out of reach would cost every sample the turns); the turn that worked is the
                 # first the next missing sample tries
-                again, found = _root_turned((local[k], trans[k]), lambda s: refine_pose(*s, rest[0], effectors + extra, refine),
+                strict = replace(refine, give_way=False)
+                again, found = _root_turned((local[k], trans[k]), lambda s: refine_pose(*s, rest[0], effectors + extra, strict),
                                             turn)
                 if again is not None:
                     refined, turn = again, found
                 elif turn is None:
                     turn = False
+                    reason = self._range_reason(effectors + extra, refined, rest[0], refine)
+            if reason and not _pins_met(refined):
+                refined = _with_reason(refined, reason)
             out.append(self._arm_out(refined, condition, latents[0, k], rest[0], effectors + extra, refine))
         final = self.encode(condition, np.stack([r.local_rot for r in out]))
         return [IkSolution(local_rot=r.local_rot, trans=r.trans, rest=rest[0], errors=r.errors[:len(effectors)],
@@ -480,6 +491,17 @@ class SmplIk:
             if _pins_met(again) and not arm_in_body(again.local_rot, again.trans, rest, effectors, options):
                 return again
         return refined
+
+    def _range_reason(self, effectors, solution, rest, options, current_pose=None):
+        """Why a pose that every start left short of a pin misses it, where the joint ranges
+        are why: refined from it with the ranges off, every pin is met, and these joints go
+        past their ranges ('' when that is not so, or the ranges are off already)."""
+        if not options.joint_limits:
+            return ""
+        free = self.refine_from(effectors, (solution.local_rot, solution.trans), rest,
+                                replace(options, joint_limits=False, give_way=False), current_pose)
+        past = past_range(free.local_rot) if _pins_met(free) else []
+        return "the pins meet only with " + ", ".join(past) if past else ""
 
     def hypothesis_latents(self, condition, count, temperature, effectors, rest_joints, seed=None):
         """Latents (count, 72) under a Condition of one set: the flow's latents of the
@@ -684,6 +706,15 @@ def _root_turned(start, refine, first=None):
         if _pins_met(again):
             return again, n
     return None, None
+
+
+def _with_reason(refined, reason):
+    """A refined pose (Refined or IkSolution) with `reason` given to each hard pin it misses
+    that has none yet."""
+    if not reason:
+        return refined
+    misses = tuple(m if m.soft or m.reason else replace(m, reason=reason) for m in refined.misses)
+    return replace(refined, misses=misses)
 
 
 def _stretched(refined):

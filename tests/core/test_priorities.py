@@ -406,3 +406,32 @@ def test_pins_out_of_the_bodys_reach_are_named_with_the_reason_and_no_restart_is
         (miss,) = solution.misses
         assert miss.joint == "left_wrist" and f"{span + 0.3:.2f} m from left_ankle's" in miss.describe()
     assert calls == []
+
+
+def test_pins_that_only_a_knee_bent_backwards_meets_say_so(standing):
+    """The pelvis pinned in place and turn, the left thigh's turn pinned and the ankle where a
+    knee bent 45 degrees backwards puts it (30 past its range, which stops at 15): no start
+    meets every pin inside the ranges, so the solve and each alternative report the miss with
+    the reason, the knee named; out of reach by distance it is not."""
+    from models.ik.refine import out_of_reach
+
+    local, trans, rest, _ = standing
+    bent = local.copy()
+    bent[JOINT_INDEX["left_knee"]] = Rotation.from_euler("x", -45, degrees=True).as_matrix()
+    fk = forward_kinematics(bent, rest, PARENTS, trans)
+    effs = [Effector("pelvis", P, tuple(fk.positions[0])), Effector("pelvis", EffectorKind.ROTATION, fk.rotations[0]),
+            Effector("left_hip", EffectorKind.ROTATION, fk.rotations[JOINT_INDEX["left_hip"]]),
+            Effector("left_ankle", P, tuple(fk.positions[JOINT_INDEX["left_ankle"]]))]
+    assert out_of_reach(effs, rest) == {}
+    net = SmplIk.load()
+    solutions = [net.solve(effs, rest, SolveOptions(mode=m)) for m in ("deterministic", "natural")]
+    solutions += net.sample(effs, rest, count=3, seed=0)
+    for solution in solutions:
+        assert solution.misses and all(not m.soft for m in solution.misses)
+        for miss in solution.misses:
+            assert miss.reason.startswith("the pins meet only with left_knee"), miss.describe()
+            assert "past its range (about x)" in miss.reason
+        assert inside(solution.local_rot)
+    # with the ranges off the same pins are met, and no reason is looked for
+    free = net.solve(effs, rest, SolveOptions(refine=RefineOptions(joint_limits=False)))
+    assert free.misses == ()
