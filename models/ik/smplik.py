@@ -321,7 +321,11 @@ class SmplIk:
         """Pose for a list of Effectors on a body with rest joints (24, 3), as `options` (a
         SolveOptions) asks: from the network's answer or the natural pose (mode), the pose on
         screen (warm_start) or a kept pose (keep), refined or not. With the flow, the solution
-        carries its `condition` and its `latent` (found on first use) for the next step."""
+        carries its `condition` and its `latent` (found on first use) for the next step.
+        A fresh solve (neither warm_start nor keep) that still misses a pin is refined again
+        with the root turned (ROOT_TURNS), unless its pins may not give way (refine.give_way
+        False: a fit to targets that disagree); a miss no turn mends says why where the joint
+        ranges are the cause (`_range_reason`)."""
         options = _checked(options)
         refine, current_pose, keep = options.refine, options.current_pose, options.keep
         natural = options.mode == "natural"
@@ -376,9 +380,12 @@ class SmplIk:
             again = self.refine_from(effectors, guess(), rest[0], refine, current_pose)
             if miss_total(again) < miss_total(solution):
                 solution = again
-        if keep is None and not options.warm_start and not _pins_met(solution) and not _stretched(solution):
+        if keep is None and not options.warm_start and refine.give_way and not _pins_met(solution) \
+                and not _stretched(solution):
             # every start fell in the same basin (the root turned the wrong way): a fresh solve
-            # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump
+            # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump.
+            # Nor do pins that may not give way (they are a fit to disagreeing targets, each
+            # giving a little, and are not expected to hold)
             start = (local, trans)
             strict = replace(refine, give_way=False)   # a turn is kept only when every pin holds
             turned = _root_turned(start, lambda s: self.refine_from(effectors, s, rest[0], strict, current_pose))[0]
@@ -458,7 +465,7 @@ class SmplIk:
                     break
                 if miss_total(again) < miss_total(refined):
                     refined = again
-            if not _pins_met(refined) and not _stretched(refined) and turn is not False:
+            if not _pins_met(refined) and not _stretched(refined) and refine.give_way and turn is not False:
                 # every start fell in the same basin: try the root turned, once per call (a set
                 # out of reach would cost every sample the turns); the turn that worked is the
                 # first the next missing sample tries

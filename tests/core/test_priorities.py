@@ -435,3 +435,19 @@ def test_pins_that_only_a_knee_bent_backwards_meets_say_so(standing):
     # with the ranges off the same pins are met, and no reason is looked for
     free = net.solve(effs, rest, SolveOptions(refine=RefineOptions(joint_limits=False)))
     assert free.misses == ()
+
+
+def test_pins_that_may_not_give_way_are_a_fit_and_get_no_restarts(monkeypatch):
+    """The basin case: with give_way off (a fit to targets that disagree, as the photo lift's)
+    a miss is the compromise asked for, and no root turn is tried; with it on, one is."""
+    import models.ik.smplik as smplik
+
+    ((_, rest, effs, _, _),) = stalled_cases(BASINS)
+    calls = []
+    monkeypatch.setattr(smplik, "_root_turned", lambda *a, **k: calls.append(1) or (None, None))
+    monkeypatch.setattr(SmplIk, "_range_reason", lambda *a, **k: "")
+    net = SmplIk.load()
+    fit = net.solve(effs, rest, SolveOptions(refine=RefineOptions(give_way=False)))
+    fit_samples = net.sample(effs, rest, count=8, seed=0, options=SolveOptions(refine=RefineOptions(give_way=False)))
+    assert fit.misses and any(s.misses for s in fit_samples) and calls == []
+    assert net.solve(effs, rest).misses and calls == [1]
