@@ -27,8 +27,7 @@ from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
 from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
-from .refine import (RefineOptions, arm_in_body, effector_errors, out_of_reach, past_range, planted_feet, refine_many,
-                     refine_pose)
+from .refine import RefineOptions, arm_in_body, effector_errors, past_range, planted_feet, refine_many, refine_pose
 
 ARCH = "smplik-v2"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "smplik.npz"
@@ -699,9 +698,10 @@ def _same_misses(a, b):
 def _root_turned(start, refine, first=None):
     """A pose that meets every pin, refined (`refine`, a function of a start (local_rot, trans))
     from `start` with the root turned by each of ROOT_TURNS (ROOT_TURNS[first] first), and that
-    turn's index; (None, None) when none does. The network's starts can all lie in one basin where a pin
-    gives way (on m21's female body a pelvis pin 1.8 mm short, the hips and spine 30 degrees
-    off the pose that holds it); a root turned 60 degrees lets the refinement leave it."""
+    turn's index; (None, None) when none does. The network's starts can all lie in one basin
+    where a pin gives way (on m21's female body a pelvis pin 1.8 mm short, the hips and spine
+    30 degrees off the pose that holds it); a root turned 60 degrees lets the refinement leave
+    it."""
     local, trans = start
     order = list(range(len(ROOT_TURNS)))
     if first is not None:
@@ -725,8 +725,8 @@ def _with_reason(refined, reason):
 
 
 def _stretched(refined):
-    """Whether a pin missed is out of the body's reach of another (`refine.out_of_reach`): no
-    start meets it."""
+    """Whether a pin's miss already has its reason: from the refinement, a target out of the
+    body's reach of another (`refine.out_of_reach`), which no start meets."""
     return any(m.reason and not m.soft for m in refined.misses)
 
 
