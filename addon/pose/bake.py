@@ -80,7 +80,8 @@ def bake_steps(context, arm, options):
     """Generator: solve every frame of options (a BakeOptions) from the (animated) effectors,
     yielding the fraction done, then key the armature and return a Baked (the generator's
     StopIteration value). Plant Feet keeps the feet of the frame before (the first frame: of
-    the pose on screen). Stopping the generator early keys nothing and restores the frame.
+    the pose on screen). The first frame of a run that misses a pin tries every start
+    (SolveOptions.restarts); the frames after it that go on missing do not. Stopping the generator early keys nothing and restores the frame.
     SmplIkError for an empty range, no effectors, a bad path smoothness or (following a path)
     no generative weights, before anything changes."""
     _check_bake(arm, options)
@@ -91,6 +92,7 @@ def bake_steps(context, arm, options):
     follower = (PathFollower(load_smplik(), bridge.rest_joints(arm), smoothness=options.path_smoothness)
                 if options.follow_path else None)
     local, trans, missed = [], [], []
+    restarts = True   # off while the frames keep missing what the first of them tried every start for
     live.suspended.append(True)
     try:
         for n, frame in enumerate(frame_numbers):
@@ -101,7 +103,8 @@ def bake_steps(context, arm, options):
             try:
                 if follower is None:
                     solution = solve_effectors(arm, objs, current_pose=(local[-1], trans[-1]) if local else None,
-                                               refine=use_refine)
+                                               refine=use_refine, restarts=restarts)
+                    restarts = all(m.soft for m in solution.misses)
                 else:
                     follower.options = refine_options(arm)   # the floor follows the body, as per frame
                     solution = follower.step(core_effectors(arm, objs))

@@ -106,7 +106,7 @@ def kept_pose(arm, on_screen, rest):
     return on_screen
 
 
-def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None):
+def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None, restarts=True):
     """Solve the body from effector objects without writing anything; returns the IkSolution.
     dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
     with Keep Pose While Dragging and the generative weights it is kept
@@ -115,7 +115,8 @@ def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refin
     give way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot,
     trans) of the pose on screen, whose feet Plant Feet keeps (default: read from the bones).
     refine: Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
-    "natural" (models.ik.smplik.SmplIk.solve). SmplIkError for bad values."""
+    "natural" (models.ik.smplik.SmplIk.solve). restarts: SolveOptions.restarts (a pin still
+    missed tries the root turned, and says why). SmplIkError for bad values."""
     refine = arm.smpl_ik.refine if refine is None else refine
     effectors = core_effectors(arm, objs, dragged, give_way)
     options = refine_options(arm)
@@ -126,7 +127,7 @@ def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refin
     if current_pose is None and ((options.plant_feet and refine) or keeping):
         current_pose = bridge.read_pose(arm, bridge.bone_axes(arm))
     plain = SolveOptions(refine=options if refine else None, mode=mode or DEFAULT_MODE, current_pose=current_pose,
-                         warm_start=drag)
+                         warm_start=drag, restarts=restarts)
     if not keeping:
         return net.solve(effectors, rest, plain)
     kept = kept_pose(arm, current_pose, rest)

@@ -101,13 +101,19 @@ class SolveOptions:
     left where it was. The kept pose's latent (the solution's own, or the pose's under these
     effectors, found only when needed), decoded under these effectors, is the fallback start
     (`SmplIk.refine_from`) for a step that small steps cannot make. An unchanged problem
-    gives the kept pose back."""
+    gives the kept pose back.
+    restarts: a fresh solve (neither warm_start nor keep) or a set of samples that still
+    misses a pin is refined again with the root turned (ROOT_TURNS) and, where no turn meets
+    the pins, looks for the reason (about half a second in all); False skips both, for a
+    caller solving many like problems in a row that already found them out of reach (Bake,
+    after a frame no turn mended)."""
 
     refine: RefineOptions = field(default_factory=RefineOptions)
     mode: str = DEFAULT_MODE
     current_pose: tuple = None
     warm_start: bool = False
     keep: object = None
+    restarts: bool = True
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -379,8 +385,8 @@ class SmplIk:
             again = self.refine_from(effectors, guess(), rest[0], refine, current_pose)
             if miss_total(again) < miss_total(solution):
                 solution = again
-        if keep is None and not options.warm_start and refine.give_way and not _pins_met(solution) \
-                and not _stretched(solution):
+        if keep is None and not options.warm_start and options.restarts and refine.give_way \
+                and not _pins_met(solution) and not _stretched(solution):
             # every start fell in the same basin (the root turned the wrong way): a fresh solve
             # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump.
             # Nor do pins that may not give way (they are a fit to disagreeing targets, each
@@ -447,7 +453,9 @@ class SmplIk:
         effectors = list(effectors)
         extra = self._planted(effectors, rest[0], refine, options.current_pose)
         out = []
-        turn = None   # the root turn that met every pin for one sample (ROOT_TURNS), tried first for the next
+        # the root turn that met every pin for one sample (ROOT_TURNS), tried first for the next;
+        # False once none did (or restarts are off)
+        turn = None if options.restarts else False
         reason = ""   # why the pins cannot all be met, once no turn meets them (_range_reason)
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, refine)):
             # from some starts the refinement stalls (a limb folded against its range): try again

@@ -219,10 +219,16 @@ def test_unreachable_targets_warn_from_solve(posed, capfd):
     assert "from its target" not in capfd.readouterr().out and arm.smpl_ik.status == ""
 
 
-def test_unreachable_targets_warn_from_bake_with_frames_and_distance(posed, capfd):
+def test_unreachable_targets_warn_from_bake_with_frames_and_distance(posed, capfd, monkeypatch):
     """Frames 1-5 hold the wrist where it is; from frame 6 its effector is 0.8 m in front of the
-    hand and goes on to 1.2 m at frame 10: the bake warns of frames 6-10 and the worst, at 10."""
+    hand and goes on to 1.2 m at frame 10: the bake warns of frames 6-10 and the worst, at 10.
+    Frame 6, the first to miss, may try every start (SolveOptions.restarts); 7-10, which go on
+    missing the same pin, do not spend that time again."""
     arm, effs = posed
+    bake = ext("pose.bake")
+    restarts = []
+    solve = bake.solve_effectors
+    monkeypatch.setattr(bake, "solve_effectors", lambda *a, **k: restarts.append(k["restarts"]) or solve(*a, **k))
     forward, _, _ = body_directions(arm)
     wrist = effs["left_wrist"]
     start = wrist.location.copy()
@@ -241,6 +247,7 @@ def test_unreachable_targets_warn_from_bake_with_frames_and_distance(posed, capf
     out = capfd.readouterr().out
     assert "Warning: Baked frames 1-10; effectors not met at 5 frame(s) (6-10), the worst: left_wrist is" in out
     assert "at frame 10" in out
+    assert restarts == [True] * 6 + [False] * 4
     bpy.context.scene.frame_set(10)
     assert stated_distance(out) == pytest.approx(off_by(arm, wrist), abs=6e-4)
     bpy.context.scene.frame_set(3)

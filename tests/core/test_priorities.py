@@ -451,3 +451,20 @@ def test_pins_that_may_not_give_way_are_a_fit_and_get_no_restarts(monkeypatch):
     fit_samples = net.sample(effs, rest, count=8, seed=0, options=SolveOptions(refine=RefineOptions(give_way=False)))
     assert fit.misses and any(s.misses for s in fit_samples) and calls == []
     assert net.solve(effs, rest).misses and calls == [1]
+
+
+def test_restarts_off_tries_no_other_start(monkeypatch):
+    """SolveOptions(restarts=False), as Bake asks once a frame's pins proved out of reach: the
+    basin case keeps its miss, and neither solve nor sample turns the root or looks for a reason."""
+    import models.ik.smplik as smplik
+
+    ((_, rest, effs, _, _),) = stalled_cases(BASINS)
+    calls = []
+    monkeypatch.setattr(smplik, "_root_turned", lambda *a, **k: calls.append("turn") or (None, None))
+    monkeypatch.setattr(SmplIk, "_range_reason", lambda *a, **k: calls.append("reason") or "")
+    net = SmplIk.load()
+    off = SolveOptions(restarts=False)
+    assert net.solve(effs, rest, off).misses and calls == []
+    net.sample(effs, rest, count=8, seed=0, options=off)
+    assert calls == []
+    assert net.solve(effs, rest).misses and calls == ["turn", "reason"]
