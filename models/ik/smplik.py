@@ -457,6 +457,7 @@ class SmplIk:
         # False once none did (or restarts are off)
         turn = None if options.restarts else False
         reason = ""   # why the pins cannot all be met, once no turn meets them (_range_reason)
+        exhausted = False   # no start or turn met them for an earlier sample: they are out of reach
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, refine)):
             # from some starts the refinement stalls (a limb folded against its range): try again
             # nearer the natural pose, which the same pins reach, and last from the network's guess.
@@ -464,7 +465,7 @@ class SmplIk:
             # the start stuck: the sample stays (else every sample would become the same retry)
             starts = [latents[0, k] * shrink for shrink in SAMPLE_RETRIES] + [None]
             for retry in starts:
-                if _pins_met(refined) or _stretched(refined) or turn is False:   # (no turn met them either)
+                if _pins_met(refined) or _stretched(refined) or exhausted:
                     break
                 start = self._guess(encoded, rest) if retry is None else self._decoded(condition, retry)
                 again = refine_pose(*start, rest[0], effectors + extra, refine)
@@ -482,7 +483,7 @@ class SmplIk:
                 if again is not None:
                     refined, turn = again, found
                 elif turn is None:
-                    turn = False
+                    turn, exhausted = False, True
                     reason = self._range_reason(effectors + extra, refined, rest[0], refine)
             if reason and not _pins_met(refined):
                 refined = _with_reason(refined, reason)

@@ -462,9 +462,14 @@ def test_restarts_off_tries_no_other_start(monkeypatch):
     calls = []
     monkeypatch.setattr(smplik, "_root_turned", lambda *a, **k: calls.append("turn") or (None, None))
     monkeypatch.setattr(SmplIk, "_range_reason", lambda *a, **k: calls.append("reason") or "")
+    retries = []
+    refine = smplik.refine_pose
+    monkeypatch.setattr(smplik, "refine_pose", lambda *a, **k: retries.append(1) or refine(*a, **k))
     net = SmplIk.load()
     off = SolveOptions(restarts=False)
     assert net.solve(effs, rest, off).misses and calls == []
-    net.sample(effs, rest, count=8, seed=0, options=off)
+    samples = net.sample(effs, rest, count=8, seed=0, options=off)
     assert calls == []
+    # each alternative that misses still tries its other starts (nearer the natural pose)
+    assert len(retries) >= sum(bool(s.misses) for s in samples) > 0
     assert net.solve(effs, rest).misses and calls == ["turn", "reason"]
