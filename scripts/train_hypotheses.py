@@ -133,8 +133,8 @@ def main(argv=None):
     head.reorder(order.tolist())
     metrics["nearest_share"] = [round(float(s), 3) for s in share[order]]
     extra = {"base_weights": Path(args.base).name, "max_effectors_in_training": MAX_EFF, "six_point_share": SIX_SHARE,
-             "protocol_share": 0.5,
-             "start_head": args.start_head.name if args.start_head else None, "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
+             "protocol_share": 0.5, "start_head": args.start_head.name if args.start_head else None,
+             "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
     finish(head, args, cfg, train_set, steps, seconds, history, metrics, extra, before)
 
 

@@ -81,7 +81,8 @@ def bake_steps(context, arm, options):
     yielding the fraction done, then key the armature and return a Baked (the generator's
     StopIteration value). Plant Feet keeps the feet of the frame before (the first frame: of
     the pose on screen). The first frame of a run that misses a pin tries every start
-    (SolveOptions.restarts); the frames after it that go on missing do not. Stopping the generator early keys nothing and restores the frame.
+    (SolveOptions.restarts); the frames after it that go on missing do not. Stopping the
+    generator early keys nothing and restores the frame.
     SmplIkError for an empty range, no effectors, a bad path smoothness or (following a path)
     no generative weights, before anything changes."""
     _check_bake(arm, options)

@@ -385,19 +385,17 @@ class SmplIk:
             again = self.refine_from(effectors, guess(), rest[0], refine, current_pose)
             if miss_total(again) < miss_total(solution):
                 solution = again
-        if keep is None and not options.warm_start and options.restarts and refine.give_way \
-                and not _pins_met(solution) and not _stretched(solution):
+        if keep is None and not options.warm_start and options.restarts and _turnable(solution, refine):
             # every start fell in the same basin (the root turned the wrong way): a fresh solve
-            # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump.
-            # Nor do pins that may not give way (they are a fit to disagreeing targets, each
-            # giving a little, and are not expected to hold)
-            start = (local, trans)
+            # tries the root turned (ROOT_TURNS). Drags do not: a pose on screen should not jump
             strict = replace(refine, give_way=False)   # a turn is kept only when every pin holds
-            turned = _root_turned(start, lambda s: self.refine_from(effectors, s, rest[0], strict, current_pose))[0]
+            turned = _root_turned((local, trans),
+                                  lambda s: self.refine_from(effectors, s, rest[0], strict, current_pose))[0]
             if turned is not None:
                 solution = turned
             else:
-                solution = _with_reason(solution, self._range_reason(effectors, solution, rest[0], refine, current_pose))
+                reason = self._range_reason(effectors, solution, rest[0], refine, current_pose)
+                solution = _with_reason(solution, reason)
         return self._solution(solution.local_rot, solution.trans, rest[0], condition, solution)
 
     def sample(self, effectors, rest_joints, count=8, seed=None, temperature=DEFAULT_TEMPERATURE,
@@ -473,13 +471,13 @@ class SmplIk:
                     break
                 if miss_total(again) < miss_total(refined):
                     refined = again
-            if not _pins_met(refined) and not _stretched(refined) and refine.give_way and turn is not False:
+            if turn is not False and _turnable(refined, refine):
                 # every start fell in the same basin: try the root turned, once per call (a set
                 # out of reach would cost every sample the turns); the turn that worked is the
                 # first the next missing sample tries
                 strict = replace(refine, give_way=False)
-                again, found = _root_turned((local[k], trans[k]), lambda s: refine_pose(*s, rest[0], effectors + extra, strict),
-                                            turn)
+                again, found = _root_turned((local[k], trans[k]),
+                                            lambda s: refine_pose(*s, rest[0], effectors + extra, strict), turn)
                 if again is not None:
                     refined, turn = again, found
                 elif turn is None:
@@ -522,7 +520,7 @@ class SmplIk:
         """Latents (count, 72) under a Condition of one set: the flow's latents of the
         hypotheses head's first min(count, head's count) poses, times temperature /
         DEFAULT_TEMPERATURE, then principal latents (`principal_latents`) for the rest."""
-        head = self.hypotheses.residuals(condition.inputs, condition.hidden)[0][:count]               # (H, 72) residuals
+        head = self.hypotheses.residuals(condition.inputs, condition.hidden)[0][:count]   # (H, 72) residuals
         context = np.broadcast_to(condition.context, (len(head), condition.context.shape[-1]))
         latents = self.flow.inverse(head, context)[0] * (temperature / DEFAULT_TEMPERATURE)
         if count > len(latents):
@@ -722,6 +720,14 @@ def _root_turned(start, refine, first=None):
         if _pins_met(again):
             return again, n
     return None, None
+
+
+def _turnable(refined, options):
+    """Whether a refined pose (Refined or IkSolution) is one the root turns may mend: it misses
+    a pin that is not out of reach of another (`_stretched`), and its pins may give way
+    (options.give_way; pins that may not are a fit to disagreeing targets, each giving a
+    little, and are not expected to hold)."""
+    return options.give_way and not _pins_met(refined) and not _stretched(refined)
 
 
 def _with_reason(refined, reason):

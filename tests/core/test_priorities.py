@@ -391,7 +391,8 @@ def test_pins_out_of_the_bodys_reach_are_named_with_the_reason_and_no_restart_is
     ankle = fk.positions[JOINT_INDEX["left_ankle"]]
     near = ankle + (fk.positions[JOINT_INDEX["left_wrist"]] - ankle) * 0.9
     far = ankle + np.array([0.0, span + 0.3, 0.0])
-    effs = [Effector("left_ankle", P, tuple(ankle)), Effector("right_ankle", P, tuple(fk.positions[JOINT_INDEX["right_ankle"]])),
+    effs = [Effector("left_ankle", P, tuple(ankle)),
+            Effector("right_ankle", P, tuple(fk.positions[JOINT_INDEX["right_ankle"]])),
             Effector("left_wrist", P, tuple(far))]
     reasons = out_of_reach(effs, rest)
     assert {0, 2} <= set(reasons) and f"({span:.2f} m)" in reasons[2] and "left_ankle's" in reasons[2]
