@@ -500,14 +500,24 @@ class Retarget:
         return tuple(self.rig.mapping.notes) + ((self.rig.reference_note,) if self.rig.reference_note else ())
 
 
+LEAF_AGREEMENT_DEG = 30.0   # a leaf's children must point within this of their mean direction
+
+
 def _leaf_alignment(skeleton, src_joint, rig, name):
-    """Alignment of a leaf from the source's own child direction (an End Site, a toe tip)."""
+    """Alignment of a leaf from the source's own child direction (an End Site, a toe tip), or
+    None when it has none: no child away from it, or children that do not agree on one
+    direction (a toe base with five toes spread across the foot, which would turn SMPL's toes
+    sideways). Then the leaf keeps its reference-pose relation to its parent."""
     kids = [k for k, p in enumerate(skeleton.parents) if p == src_joint]
-    for k in kids:
-        v = rig.ref_positions[k] - rig.ref_positions[src_joint]
-        if np.linalg.norm(v) > 1e-3:
-            return shortest_arc(v, np.array(LEAF_DIRECTION[name], float))
-    return None
+    v = np.array([rig.ref_positions[k] - rig.ref_positions[src_joint] for k in kids]).reshape(-1, 3)
+    v = v[np.linalg.norm(v, axis=1) > 1e-3]
+    if not len(v):
+        return None
+    d = v / np.linalg.norm(v, axis=1, keepdims=True)
+    mean = d.sum(0)
+    if np.linalg.norm(mean) < 1e-6 or angle_deg(d, mean).max() > LEAF_AGREEMENT_DEG:
+        return None
+    return shortest_arc(mean, np.array(LEAF_DIRECTION[name], float))
 
 
 # Knees and elbows are hinges: (joint above, hinge, the axis in SMPL's T-pose about which the

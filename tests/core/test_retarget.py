@@ -305,3 +305,57 @@ def test_character_creator_clips_come_out_one_plausible_body_at_their_size(open_
         assert np.median(off_axis) < 6.0, (path.name, np.median(off_axis))
         heights.append(r.check.height_m)
     assert 1.4 < min(heights) and max(heights) < 2.1 and max(heights) - min(heights) < 0.005, heights
+
+
+def with_spread_toes(motion, spread_cm=3.0):
+    """The same motion with each toe base's End Site replaced by five toes spread across the
+    foot, as Character Creator's toe bases carry them: their offsets point mostly sideways,
+    none along the foot."""
+    sk = motion.skeleton
+    names, parents, offsets = list(sk.names), list(sk.parents), [o for o in sk.offsets]
+    channels, end_site = list(sk.channels), list(sk.end_site)
+    up = np.array([0.0, 0.0, 1.0])   # the disguised rig is Z up
+    for side in ("Left", "Right"):
+        base = names.index(f"mixamorig:{side}ToeBase")
+        tip = next(k for k, p in enumerate(sk.parents) if p == base)
+        forward = offsets[tip] / np.linalg.norm(offsets[tip])
+        across = np.cross(up, forward)
+        for i, (s, f) in enumerate(zip((-1.3, -0.6, 0.0, 0.6, 1.3), (0.1, 0.6, 1.0, 0.8, 0.4))):
+            names.append(f"mixamorig:{side}Digit{i}"), parents.append(base), channels.append(())
+            offsets.append(spread_cm * (s * across + 0.5 * f * forward)), end_site.append(True)
+    keep = [k for k in range(len(names)) if not (k < len(sk.names) and parents[k] >= 0
+                                                 and names[parents[k]].endswith("ToeBase") and sk.end_site[k])]
+    index = {k: n for n, k in enumerate(keep)}
+    skeleton = Skeleton(names=tuple(names[k] for k in keep), parents=tuple(index.get(parents[k], -1) for k in keep),
+                        offsets=np.array([offsets[k] for k in keep]), channels=tuple(channels[k] for k in keep),
+                        end_site=tuple(end_site[k] for k in keep))
+    return dataclasses.replace(motion, skeleton=skeleton)
+
+
+def test_a_toe_base_with_toes_spread_across_the_foot_keeps_the_toes_rotation(open_body, tmp_path, rng):
+    """A leaf whose children point every which way (five toes across the foot) has no direction
+    of its own: SMPL's toes keep their relation to the foot instead of turning towards the
+    first toe listed."""
+    rot, trans = smpl_motion(rng)
+    disguise(tmp_path / "mixamo.bvh", open_body, rot, trans)
+    motion = with_spread_toes(read_bvh(tmp_path / "mixamo.bvh"))
+    toes = [JOINT_NAMES.index(n) for n in ("left_foot", "right_foot")]
+    assert sum(p == motion.skeleton.index("mixamorig:LeftToeBase") for p in motion.skeleton.parents) == 5
+    r = retarget(motion, open_body)
+    assert [motion.skeleton.names[r.rig.mapping.source[j]] for j in toes] == ["mixamorig:LeftToeBase",
+                                                                               "mixamorig:RightToeBase"]
+    geo = np.degrees(geodesic_angle(axis_angle_to_matrix(r.poses), rot))
+    assert geo[:, toes].max() < 1.0, geo[:, toes].max(0)
+    assert geo.mean() < 1.0
+
+
+@needs_shared
+def test_character_creator_toes_follow_the_foot(open_body):
+    """cmu_varied's toe bases carry five toes across the foot and no motion of their own: the
+    retargeted toes stay near their rest against the foot (before, they were turned about 85
+    degrees sideways, towards the first toe listed)."""
+    for path in sorted((SHARED / "cmu_varied").glob("*.bvh"))[:4]:
+        r = retarget(read_bvh(path), open_body)
+        for name in ("left_foot", "right_foot"):
+            angle = np.degrees(np.linalg.norm(r.poses[:, JOINT_NAMES.index(name)], axis=1))
+            assert np.median(angle) < 20.0, (path.name, name, np.median(angle))
