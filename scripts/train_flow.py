@@ -126,9 +126,8 @@ def main(argv=None):
     initialise(base, args.base)
     base.requires_grad_(False)
     flow = PoseFlowTorch(base_sha256=file_sha256(args.base))
-    before = initialise(flow, args.init) if args.init else None
-    if before is None:
-        flow.prior.mean, flow.prior.std = pose_statistics(train_set)
+    before = initialise(flow, args.init, rebase=True) if args.init else None
+    flow.prior.mean, flow.prior.std = pose_statistics(train_set)   # this data's, also when continuing
     segments = Segments.from_body(load_body_model())
     cost = TorchCost(segments, flow.prior.mean, flow.prior.std)
     augment = Augmentation.from_args(args)

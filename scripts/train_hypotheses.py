@@ -28,13 +28,14 @@ sys.path.insert(0, str(ROOT))
 from models.core.skeleton import NUM_JOINTS  # noqa: E402
 from models.ik.effectors import EncodedEffectors  # noqa: E402
 from models.ik.flow import file_sha256  # noqa: E402
-from models.ik.hypotheses import ARCHS, DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses, expected_shapes  # noqa: E402
+from models.ik.hypotheses import ARCHS, DEFAULT_HYPOTHESES_WEIGHTS, DIMS, Hypotheses, expected_shapes  # noqa: E402
 from models.ik.nn import load_weights, prepare  # noqa: E402
 from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
 from models.training.effectors import make_effectors  # noqa: E402
 from models.training.hypotheses import HypothesesTorch, winner_takes_all  # noqa: E402
 from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
-                                   load_pose_data, placed_batch, run_config, train, training_arguments)
+                                   joint_name_list, joint_rows, load_pose_data, placed_batch, run_config, train,
+                                   training_arguments)
 from models.training.rotations import axis_angle_to_matrix  # noqa: E402
 from models.training.smplik import SmplIkTorch, network_input  # noqa: E402
 
@@ -101,7 +102,12 @@ def main(argv=None):
                     help="weight of the mean error of all hypotheses beside the nearest one's (default 0.05)")
     ap.add_argument("--rotation-weight", type=float, default=0.5,
                     help="weight of the rotation error (radians) beside 5 x the joint error (metres) (default 0.5)")
+    ap.add_argument("--only-joints", type=joint_name_list, metavar="NAMES",
+                    help="train only the output rows of these joints' residuals (comma-separated) in every "
+                         "hypothesis, every other weight and the hypotheses' order kept exactly; with --init")
     args = training_arguments(ap, PRESETS, DEFAULT_HYPOTHESES_WEIGHTS).parse_args(argv)
+    if args.only_joints and not args.init:
+        ap.error("--only-joints needs --init (the weights whose other rows it keeps)")
     if args.count < 2:
         raise SystemExit("--count: at least 2 hypotheses")
     cfg = run_config(args, PRESETS)
@@ -118,7 +124,7 @@ def main(argv=None):
         head.load_parts(base.numpy_params(), ["inp."] + [f"blocks.{i}." for i in range(args.trunk_blocks)])
     if args.start_head:
         head.load_parts(load_weights(args.start_head, ARCHS, expected_shapes)[0], ["fc1.", "fc2.", "out."])
-    before = initialise(head, args.init) if args.init else None
+    before = initialise(head, args.init, rebase=True) if args.init else None
     augment = Augmentation.from_args(args)
 
     def batch_loss(gen):
@@ -126,15 +132,20 @@ def main(argv=None):
         eff = make_effectors(world, pos, gen, six_share=SIX_SHARE, max_eff=MAX_EFF, equal_kinds=0.5)
         return winner_takes_all(hypothesis_errors(base, head, rot, rest, pos, eff, args.rotation_weight), args.relax)[0]
 
-    steps, seconds, history = train(head, batch_loss, cfg, args.seed)
+    rows = None
+    if args.only_joints:
+        rows = dict.fromkeys(("out.weight", "out.bias"), joint_rows(args.only_joints, 3, args.count, DIMS))
+    steps, seconds, history = train(head, batch_loss, cfg, args.seed, rows)
     base_params = base.numpy_params()
     metrics, share = evaluate(base_params, base.config, head, val, body)
-    order = np.argsort(-share, kind="stable")
+    order = np.arange(args.count) if args.only_joints else np.argsort(-share, kind="stable")
     head.reorder(order.tolist())
     metrics["nearest_share"] = [round(float(s), 3) for s in share[order]]
     extra = {"base_weights": Path(args.base).name, "max_effectors_in_training": MAX_EFF, "six_point_share": SIX_SHARE,
              "protocol_share": 0.5, "start_head": args.start_head.name if args.start_head else None,
              "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
+    if args.only_joints:
+        extra["only_joints"] = list(args.only_joints)
     finish(head, args, cfg, train_set, steps, seconds, history, metrics, extra, before)
 
 

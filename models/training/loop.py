@@ -417,11 +417,15 @@ def bend_joint_list(text):
     return tuple(out)
 
 
-def initialise(model, path):
-    """Load numpy weights written by `finish` into a torch twin (checks names and shapes)."""
+def initialise(model, path, rebase=False):
+    """Load numpy weights written by `finish` into a torch twin (checks names and shapes).
+    rebase: a head's weights trained over another deterministic network may continue over
+    this one (its `base_sha256` is not compared; the model keeps its own)."""
     with np.load(path, allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files if k != "__config__"}
         config = json.loads(str(npz["__config__"]))
+    if rebase and "base_sha256" in model.config:
+        config["base_sha256"] = model.config["base_sha256"]
     if config != model.config:
         raise SmplIkError(f"{path}: weights are for {config}, not {model.config}")
     model.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
@@ -435,13 +439,18 @@ def run_config(args, presets):
     return dict(presets[args.preset], **overrides)
 
 
-def train(model, batch_loss, cfg, seed):
+def train(model, batch_loss, cfg, seed, rows=None):
     """AdamW with a cosine learning rate over a time budget (cfg: minutes, lr, max_steps).
 
     batch_loss(generator) -> scalar loss of one fresh batch. Returns (steps, seconds, losses).
+    rows: {parameter name: indices along its first axis} to train only those rows (`only_rows`);
+    every other parameter and row keeps its value exactly.
     """
     torch.manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=1e-4)
+    params, restore = model.parameters(), lambda: None
+    if rows is not None:
+        params, restore = only_rows(model, rows)
+    opt = torch.optim.AdamW(params, lr=cfg["lr"], weight_decay=1e-4)
     gen = torch.Generator().manual_seed(seed)
     budget = cfg["minutes"] * 60
     start, step, losses = time.time(), 0, []
@@ -454,11 +463,52 @@ def train(model, batch_loss, cfg, seed):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        restore()
         losses.append(loss.item())
         step += 1
         if step % 200 == 0 or step == 1:
             print(f"step {step} loss {np.mean(losses[-200:]):.4f} ({time.time() - start:.0f} s)", flush=True)
     return step, time.time() - start, losses
+
+
+def only_rows(model, rows):
+    """Freeze `model` but for the given rows ({parameter name: indices along its first axis}):
+    returns (the parameters to optimise, a function that puts every other row back as it was,
+    to call after each step, since AdamW's weight decay moves rows whose gradient is zero)."""
+    named = dict(model.named_parameters())
+    unknown = sorted(set(rows) - set(named))
+    if unknown:
+        raise ValueError(f"no parameter {', '.join(unknown)} to train")
+    kept = {}
+    for name, p in named.items():
+        p.requires_grad_(name in rows)
+        if name in rows:
+            frozen = torch.ones(len(p), dtype=torch.bool)
+            frozen[torch.as_tensor(rows[name], dtype=torch.long)] = False
+            kept[name] = (p, frozen, p.detach()[frozen].clone())
+
+    def restore():
+        with torch.no_grad():
+            for p, frozen, values in kept.values():
+                p[frozen] = values
+    return [p for p, _, _ in kept.values()], restore
+
+
+def joint_rows(names, width, count=1, stride=None):
+    """Indices of the output rows of the joints `names` in an output of `count` blocks of
+    `stride` (default 24 x width) rows, each joint `width` rows (6 for a 6D rotation, 3 for
+    an axis-angle)."""
+    stride = NUM_JOINTS * width if stride is None else stride
+    return [k * stride + JOINT_INDEX[n] * width + c for k in range(count) for n in names for c in range(width)]
+
+
+def joint_name_list(text):
+    """'left_foot,right_foot' -> the joint names (argparse type)."""
+    out = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in out if n not in JOINT_INDEX]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"{bad[0]!r} is not an SMPL joint name" if bad else "name at least one joint")
+    return tuple(out)
 
 
 def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, before=None):

@@ -137,6 +137,34 @@ def test_a_flow_is_refused_over_another_deterministic_network(tmp_path):
         assert SmplIk.load(tmp_path / "b.npz").flow is None
 
 
+def test_a_flow_continues_over_another_network_only_when_rebased(tmp_path):
+    """A trainer's --init may carry a flow over to a new deterministic network (the same
+    features, a joint's rows mended): rebase loads it and the flow takes the new network's
+    digest; without rebase the digests must agree."""
+    import torch
+
+    from models.ik.flow import file_sha256
+    from models.training.flow import PoseFlowTorch
+    from models.training.loop import initialise
+    from models.training.smplik import SmplIkTorch
+
+    for name in ("a", "b"):
+        base = SmplIkTorch(width=64, hidden=32, blocks=1)
+        save_weights(tmp_path / f"{name}.npz", base.numpy_params(), base.config)
+    old = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=2, base_sha256=file_sha256(tmp_path / "a.npz"))
+    with torch.no_grad():
+        for p in old.parameters():
+            p.normal_()
+    save_weights(tmp_path / "f.npz", old.numpy_params(), old.config)
+    new = PoseFlowTorch(base_width=64, context=16, hidden=32, couplings=2, base_sha256=file_sha256(tmp_path / "b.npz"))
+    with pytest.raises(SmplIkError, match="weights are for"):
+        initialise(new, tmp_path / "f.npz")
+    initialise(new, tmp_path / "f.npz", rebase=True)
+    assert new.config["base_sha256"] == file_sha256(tmp_path / "b.npz")
+    for (name, a), b in zip(old.state_dict().items(), new.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
 def test_smoke_training_lowers_the_loss(tmp_path, rng):
     from models.ik.flow import ARCH, file_sha256
 

@@ -6,9 +6,9 @@ from conftest import measured_effector_errors, smoke_train
 
 from models.core.errors import SmplIkError
 from models.core.rotations import axis_angle_to_matrix
-from models.core.skeleton import NUM_JOINTS
+from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
 from models.ik.effectors import Effector, EncodedEffectors, encode_effectors
-from models.ik.hypotheses import DIMS, Hypotheses
+from models.ik.hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, DIMS, Hypotheses
 from models.ik.nn import prepare, save_weights
 from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk, SolveOptions
 
@@ -166,3 +166,22 @@ def test_smoke_training_spreads_the_hypotheses_over_the_poses(tmp_path, rng):
         assert v[f"{sets}_nearest_of_8_mpjpe_mm"] < 0.9 * v[f"{sets}_deterministic_mpjpe_mm"], v
     assert v["nearest_share"] == sorted(v["nearest_share"], reverse=True)
     assert Hypotheses.load(out).count == 8
+
+
+def test_only_joints_trains_those_rows_of_every_hypothesis_and_keeps_the_rest(tmp_path, rng):
+    """--only-joints: the toes' residual rows of each of the 8 hypotheses move; every other
+    weight, and the hypotheses' order, stay exactly as in --init."""
+    record, out = smoke_train("train_hypotheses.py", tmp_path, rng,
+                              ("--base", str(DEFAULT_WEIGHTS), "--init", str(DEFAULT_HYPOTHESES_WEIGHTS),
+                               "--only-joints", "left_foot,right_foot"))
+    assert record["only_joints"] == ["left_foot", "right_foot"]
+    toes = [JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"]]
+    rows = [k * DIMS + j * 3 + c for k in range(8) for j in toes for c in range(3)]
+    with np.load(DEFAULT_HYPOTHESES_WEIGHTS) as before, np.load(out) as after:
+        for name in before.files:
+            if name in ("out.weight", "out.bias"):
+                other = np.setdiff1d(np.arange(len(before[name])), rows)
+                assert np.array_equal(before[name][other], after[name][other]), name
+                assert not np.array_equal(before[name][rows], after[name][rows]), name
+            elif name != "__config__":
+                assert np.array_equal(before[name], after[name]), name

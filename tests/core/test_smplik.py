@@ -222,6 +222,33 @@ def test_smoke_training_reduces_loss(tmp_path, rng):
     SmplIk.load(out)  # allow_pickle=False and the architecture check
 
 
+def test_only_joints_trains_those_rows_and_keeps_every_other_weight(tmp_path, rng):
+    """--only-joints: the toes' output rows move; every other weight is bit-identical, so the
+    flow and hypotheses heads still read the same hidden layer."""
+    import subprocess
+    import sys
+
+    record, out = smoke_train("train_smplik.py", tmp_path, rng,
+                              ("--init", str(DEFAULT_WEIGHTS), "--only-joints", "left_foot,right_foot"))
+    assert record["only_joints"] == ["left_foot", "right_foot"]
+    rows = [JOINT_INDEX[n] * 6 + c for n in ("left_foot", "right_foot") for c in range(6)]
+    with np.load(DEFAULT_WEIGHTS) as before, np.load(out) as after:
+        assert before.files == after.files
+        for name in before.files:
+            if name in ("out.weight", "out.bias"):
+                other = np.setdiff1d(np.arange(len(before[name])), rows)
+                assert np.array_equal(before[name][other], after[name][other]), name
+                assert not np.array_equal(before[name][rows], after[name][rows]), name
+            elif name != "__config__":
+                assert np.array_equal(before[name], after[name]), name
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_smplik.py"), "--only-joints", "left_foot"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "--only-joints needs --init" in run.stderr
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_smplik.py"), "--only-joints", "left_toe"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "'left_toe' is not an SMPL joint name" in run.stderr
+
+
 @pytest.mark.skipif(not DEFAULT_WEIGHTS.exists(), reason="models/weights/smplik.npz not trained yet")
 def test_shipped_model_solves_six_points(held_out_poses):
     """Held-out clips (walking, jumping): measured 15.9 mm mean joint error with six points and
