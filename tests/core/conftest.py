@@ -72,6 +72,21 @@ def smoke_train(script, tmp_path, rng, extra_args=(), name="weights"):
     return json.loads(out.with_suffix(".json").read_text()), out
 
 
+def assert_only_rows_changed(before_path, after_path, rows, names=("out.weight", "out.bias")):
+    """Weights files alike but for `rows` of the arrays `names`, which must all have moved."""
+    import numpy as np
+
+    with np.load(before_path) as before, np.load(after_path) as after:
+        assert before.files == after.files
+        for name in before.files:
+            if name in names:
+                other = np.setdiff1d(np.arange(len(before[name])), rows)
+                assert np.array_equal(before[name][other], after[name][other]), name
+                assert not np.array_equal(before[name][rows], after[name][rows]), name
+            elif name != "__config__":
+                assert np.array_equal(before[name], after[name]), name
+
+
 def measured_effector_errors(effectors, local_rot, trans, rest):
     """Per effector, measured on the posed body by forward kinematics, independently of the
     solver's residuals: metres from a position target; radians from a rotation target (geodesic);
