@@ -16,6 +16,7 @@ the held-out frames, by kind, beside that of one Gaussian fitted to the same fra
 mixture must beat it on held-out motion to be worth its size.
 """
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -26,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.core.files import write_json  # noqa: E402
-from models.core.skeleton import MIRROR  # noqa: E402
+from models.core.skeleton import JOINT_INDEX, MIRROR  # noqa: E402
 from models.ik.nn import save_weights  # noqa: E402
-from models.ik.pose_prior import ARCH, DEFAULT_POSE_PRIOR, DIM, JOINTS, PosePrior  # noqa: E402
+from models.ik.pose_prior import ARCH, DEFAULT_POSE_PRIOR, DIM, JOINTS, PosePrior, load_pose_prior  # noqa: E402
 from models.training.loop import (DEFAULT_DATA, VALIDATION_LOCOMOTION, VALIDATION_VARIED,  # noqa: E402
-                                  ensure_data, load_pose_data, training_record)
+                                  ensure_data, joint_name_list, load_pose_data, training_record)
 
 PRESETS = {"smoke": {"iterations": 5, "frames": 3000}, "full": {"iterations": 200, "frames": None}}
 REGULARISATION = 3e-3     # rad^2 added to every variance by default (chosen on the held-out varied clips)
@@ -96,6 +97,35 @@ def em(x, weight, k, iterations, gen, regularisation=REGULARISATION, log=print):
     return means, cov, mix, history
 
 
+def refit_dims(prior, x, weight, dims, regularisation=REGULARISATION, ridge=1e-6):
+    """(means, covariances) of `prior` with the numbers `dims` fitted again to x (N, D), the
+    others' means and covariances kept exactly: each frame's responsibilities come from the
+    other numbers alone, and each component's `dims` are a linear regression on the others
+    plus a residual covariance (+ regularisation), so every covariance stays positive definite
+    and the mixture's marginal over the other numbers is the one it had."""
+    keep = np.setdiff1d(np.arange(x.shape[1]), dims)
+    precision = prior.precision_chol @ np.swapaxes(prior.precision_chol, 1, 2)
+    cov = np.linalg.inv(precision)
+    means = prior.means.copy()
+    chol = np.linalg.cholesky(np.linalg.inv(cov[:, keep][:, :, keep]))     # the others' marginal
+    z = np.einsum("kji,nkj->nki", chol, x[:, None, keep] - means[None][:, :, keep])
+    log_p = prior.log_weights + np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1) - 0.5 * (z ** 2).sum(-1)
+    resp = np.exp(log_p - np.logaddexp.reduce(log_p, axis=1)[:, None]) * (weight / weight.sum())[:, None]
+    for c in range(len(means)):
+        w = resp[:, c] / resp[:, c].sum()
+        xb = x[:, keep] - means[c, keep]
+        means[c, dims] = w @ x[:, dims]
+        xt = x[:, dims] - means[c, dims]
+        gram = (xb * w[:, None]).T @ xb + ridge * np.eye(len(keep))
+        a = np.linalg.solve(gram, (xb * w[:, None]).T @ xt).T                 # (T, B)
+        r = xt - xb @ a.T
+        bb = cov[c][np.ix_(keep, keep)]
+        tb = a @ bb
+        cov[c][np.ix_(dims, keep)], cov[c][np.ix_(keep, dims)] = tb, tb.T
+        cov[c][np.ix_(dims, dims)] = (r * w[:, None]).T @ r + regularisation * np.eye(len(dims)) + a @ bb @ a.T
+    return means, cov
+
+
 def mean_nll(prior, x, weight=None):
     nll = prior.nll_of_features(x)
     return float(np.average(nll, weights=weight))
@@ -112,7 +142,13 @@ def main(argv=None):
     ap.add_argument("--regularisation", type=float, default=REGULARISATION,
                     help=f"rad^2 added to every variance (default {REGULARISATION:g})")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--init", type=Path, help="a pose prior to start from (with --refit-joints)")
+    ap.add_argument("--refit-joints", type=joint_name_list, metavar="NAMES",
+                    help="with --init: fit only these joints' numbers again (comma-separated), every other "
+                         "number's mean and covariance kept exactly (refit_dims); no EM")
     args = ap.parse_args(argv)
+    if bool(args.init) != bool(args.refit_joints):
+        ap.error("--init and --refit-joints go together")
     if args.components < 1:
         ap.error("--components must be at least 1")
     cfg = dict(PRESETS[args.preset])
@@ -130,8 +166,24 @@ def main(argv=None):
     x = np.concatenate([features(poses), features(mirrored(poses))])
     w = np.concatenate([weight, weight])
     print(f"{len(x)} poses (half of them mirrored), {DIM} numbers each, {args.components} components")
-    means, cov, mix, history = em(x, w, args.components, cfg["iterations"], gen, args.regularisation)
-    prior = as_prior(means, cov, mix)
+    extra = {}
+    if args.refit_joints:
+        start = load_pose_prior(args.init)
+        if len(start.means) != args.components:
+            args.components = len(start.means)
+        dims = [3 * (JOINT_INDEX[n] - 1) + i for n in args.refit_joints for i in range(3)]
+        means, cov = refit_dims(start, x, w, dims, args.regularisation)
+        mix = np.exp(start.log_weights)
+        prior = as_prior(means, cov, mix)
+        history = [float(-mean_nll(prior, x, w))]
+        before = Path(args.init).with_suffix(".json")
+        extra = {"refit_joints": list(args.refit_joints),
+                 "continued_from": json.loads(before.read_text()) if before.exists() else str(args.init)}
+        for key in ("train_clips", "validation_clips", "config", "torch"):
+            extra["continued_from"].pop(key, None) if isinstance(extra["continued_from"], dict) else None
+    else:
+        means, cov, mix, history = em(x, w, args.components, cfg["iterations"], gen, args.regularisation)
+        prior = as_prior(means, cov, mix)
     single = as_prior(*(a[None] for a in (np.average(x, axis=0, weights=w),
                                           np.cov(x.T, aweights=w) + args.regularisation * np.eye(DIM))), np.ones(1))
 
@@ -152,7 +204,7 @@ def main(argv=None):
     write_json(Path(args.out).with_suffix(".json"), training_record(
         config, args.preset, train, seconds, len(history), validation,
         {"regularisation": args.regularisation, "mirrored": True, "seed": args.seed,
-         "frames": int(len(x)), "final_log_likelihood": round(history[-1], 4)}))
+         "frames": int(len(x)), "final_log_likelihood": round(history[-1], 4), **extra}))
     print(f"{args.out}: {len(history)} EM steps in {seconds:.0f} s; {validation}")
 
 

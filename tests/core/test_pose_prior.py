@@ -63,3 +63,34 @@ def test_each_components_log_likelihood_is_its_weighted_gaussian_density():
     got = prior.component_log_likelihood(theta)
     np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-6)
     np.testing.assert_allclose(np.logaddexp.reduce(got, axis=1), -prior.nll_of_features(theta), rtol=1e-10)
+
+
+def test_refitting_some_numbers_keeps_the_others_and_fits_the_new_ones(rng):
+    """scripts/train_pose_prior.py --refit-joints: the mixture's marginal over the numbers it
+    keeps is exactly the one it had; the refitted numbers follow data whose values moved (a
+    shift and a dependence on the others), and every covariance stays positive definite."""
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("train_pose_prior", ROOT / "scripts" / "train_pose_prior.py")
+    tpp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tpp)
+    x = rng.normal(size=(3000, DIM)) * 0.2
+    x[:1500, :10] += 0.8                                   # two clusters
+    w = np.ones(len(x))
+    means, cov, mix, _ = tpp.em(x, w, 2, 30, rng, log=lambda *_: None)
+    prior = tpp.as_prior(means, cov, mix)
+    dims = [3 * (JOINT_INDEX["left_foot"] - 1) + i for i in range(3)]
+    keep = np.setdiff1d(np.arange(DIM), dims)
+    moved = x.copy()
+    moved[:, dims] = 1.0 + 0.5 * x[:, dims] + 0.3 * x[:, keep[:3]]
+    new_means, new_cov = tpp.refit_dims(prior, moved, w, dims)
+    assert np.allclose(new_means[:, keep], means[:, keep]) and np.allclose(new_cov[:, keep][:, :, keep],
+                                                                         cov[:, keep][:, :, keep])
+    assert np.all(np.linalg.eigvalsh(new_cov) > 0)
+    refit = tpp.as_prior(new_means, new_cov, mix)
+    for c in range(2):   # each component's refitted numbers sit where the moved data of its cluster does
+        cluster = moved[:1500] if means[c, 0] > 0.4 else moved[1500:]
+        assert np.allclose(new_means[c, dims], cluster[:, dims].mean(0), atol=0.05)
+    assert tpp.mean_nll(refit, moved) < tpp.mean_nll(prior, moved) - 1.0
