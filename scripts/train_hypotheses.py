@@ -34,8 +34,8 @@ from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
 from models.training.effectors import make_effectors  # noqa: E402
 from models.training.hypotheses import HypothesesTorch, winner_takes_all  # noqa: E402
 from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
-                                   joint_name_list, joint_rows, load_pose_data, placed_batch, run_config, train,
-                                   training_arguments)
+                                   load_pose_data, only_joint_rows, only_joints_argument, placed_batch, run_config,
+                                   train, training_arguments)
 from models.training.rotations import axis_angle_to_matrix  # noqa: E402
 from models.training.smplik import SmplIkTorch, network_input  # noqa: E402
 
@@ -102,12 +102,9 @@ def main(argv=None):
                     help="weight of the mean error of all hypotheses beside the nearest one's (default 0.05)")
     ap.add_argument("--rotation-weight", type=float, default=0.5,
                     help="weight of the rotation error (radians) beside 5 x the joint error (metres) (default 0.5)")
-    ap.add_argument("--only-joints", type=joint_name_list, metavar="NAMES",
-                    help="train only the output rows of these joints' residuals (comma-separated) in every "
-                         "hypothesis, every other weight and the hypotheses' order kept exactly; with --init")
+    only_joints_argument(ap, "residuals in every hypothesis (their order kept too)")
     args = training_arguments(ap, PRESETS, DEFAULT_HYPOTHESES_WEIGHTS).parse_args(argv)
-    if args.only_joints and not args.init:
-        ap.error("--only-joints needs --init (the weights whose other rows it keeps)")
+    rows = only_joint_rows(ap, args, 3, args.count, DIMS)
     if args.count < 2:
         raise SystemExit("--count: at least 2 hypotheses")
     cfg = run_config(args, PRESETS)
@@ -132,9 +129,6 @@ def main(argv=None):
         eff = make_effectors(world, pos, gen, six_share=SIX_SHARE, max_eff=MAX_EFF, equal_kinds=0.5)
         return winner_takes_all(hypothesis_errors(base, head, rot, rest, pos, eff, args.rotation_weight), args.relax)[0]
 
-    rows = None
-    if args.only_joints:
-        rows = dict.fromkeys(("out.weight", "out.bias"), joint_rows(args.only_joints, 3, args.count, DIMS))
     steps, seconds, history = train(head, batch_loss, cfg, args.seed, rows)
     base_params = base.numpy_params()
     metrics, share = evaluate(base_params, base.config, head, val, body)

@@ -31,7 +31,8 @@ from models.core.skeleton import JOINT_INDEX, MIRROR  # noqa: E402
 from models.ik.nn import save_weights  # noqa: E402
 from models.ik.pose_prior import ARCH, DEFAULT_POSE_PRIOR, DIM, JOINTS, PosePrior, load_pose_prior  # noqa: E402
 from models.training.loop import (DEFAULT_DATA, VALIDATION_LOCOMOTION, VALIDATION_VARIED,  # noqa: E402
-                                  ensure_data, joint_name_list, load_pose_data, training_record)
+                                  earlier_record, ensure_data, joint_name_list, load_pose_data,
+                                  training_record)
 
 PRESETS = {"smoke": {"iterations": 5, "frames": 3000}, "full": {"iterations": 200, "frames": None}}
 REGULARISATION = 3e-3     # rad^2 added to every variance by default (chosen on the held-out varied clips)
@@ -169,18 +170,15 @@ def main(argv=None):
     extra = {}
     if args.refit_joints:
         start = load_pose_prior(args.init)
-        if len(start.means) != args.components:
-            args.components = len(start.means)
+        args.components = len(start.means)
         dims = [3 * (JOINT_INDEX[n] - 1) + i for n in args.refit_joints for i in range(3)]
         means, cov = refit_dims(start, x, w, dims, args.regularisation)
         mix = np.exp(start.log_weights)
         prior = as_prior(means, cov, mix)
         history = [float(-mean_nll(prior, x, w))]
         before = Path(args.init).with_suffix(".json")
-        extra = {"refit_joints": list(args.refit_joints),
-                 "continued_from": json.loads(before.read_text()) if before.exists() else str(args.init)}
-        for key in ("train_clips", "validation_clips", "config", "torch"):
-            extra["continued_from"].pop(key, None) if isinstance(extra["continued_from"], dict) else None
+        earlier = earlier_record(json.loads(before.read_text())) if before.exists() else str(args.init)
+        extra = {"refit_joints": list(args.refit_joints), "continued_from": earlier}
     else:
         means, cov, mix, history = em(x, w, args.components, cfg["iterations"], gen, args.regularisation)
         prior = as_prior(means, cov, mix)

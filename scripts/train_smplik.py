@@ -30,8 +30,8 @@ from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
 from models.training.effectors import MAX_EFFECTORS, make_effectors  # noqa: E402
 from models.training.smplik import SmplIkTorch, training_loss  # noqa: E402
 from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, initialise,  # noqa: E402
-                                   joint_name_list, joint_rows, load_pose_data, placed_batch, run_config, train,
-                                   training_arguments)
+                                   load_pose_data, only_joint_rows, only_joints_argument, placed_batch, run_config,
+                                   train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 150},
@@ -64,13 +64,9 @@ def main(argv=None):
     ap.add_argument("--joint-weight", type=float, default=5.0,
                     help="weight of the joint position error (metres) beside the rotation error (radians) in "
                          "the loss (default 5)")
-    ap.add_argument("--only-joints", type=joint_name_list, metavar="NAMES",
-                    help="train only the output rows of these joints' rotations (comma-separated), every other "
-                         "weight kept exactly, so heads trained over this network still read the same features; "
-                         "with --init, to mend joints whose training rotations were wrong")
+    only_joints_argument(ap, "rotations")
     args = training_arguments(ap, PRESETS, DEFAULT_WEIGHTS).parse_args(argv)
-    if args.only_joints and not args.init:
-        ap.error("--only-joints needs --init (the weights whose other rows it keeps)")
+    rows = only_joint_rows(ap, args, 6)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
     body = TorchBody()
@@ -84,9 +80,6 @@ def main(argv=None):
         return training_loss(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share),
                              args.joint_weight)
 
-    rows = None
-    if args.only_joints:
-        rows = dict.fromkeys(("out.weight", "out.bias"), joint_rows(args.only_joints, 6))
     steps, seconds, history = train(model, batch_loss, cfg, args.seed, rows)
     extra = {"effector_kinds": [k.value for k in KINDS], "max_effectors_in_training": MAX_EFFECTORS,
              "six_point_share": args.six_share, "joint_weight": args.joint_weight, **augment.record()}

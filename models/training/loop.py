@@ -511,6 +511,30 @@ def joint_name_list(text):
     return tuple(out)
 
 
+def earlier_record(before):
+    """The record of the weights a run continued from, as its own record keeps it: without
+    what the new record states again (config, data, clips, torch)."""
+    return {k: v for k, v in before.items()
+            if k not in ("config", "data_sha256", "train_clips", "validation_clips", "torch")}
+
+
+def only_joints_argument(parser, what):
+    """--only-joints NAMES (with --init): train only the output rows of those joints' `what`."""
+    parser.add_argument("--only-joints", type=joint_name_list, metavar="NAMES",
+                        help=f"with --init: train only the output rows of these joints' {what} (comma-separated), "
+                             "every other weight kept exactly, so heads over the network still read the same "
+                             "features; to mend joints whose training rotations were wrong")
+
+
+def only_joint_rows(parser, args, width, count=1, stride=None):
+    """train()'s rows for --only-joints (None without it; refused without --init)."""
+    if not args.only_joints:
+        return None
+    if not args.init:
+        parser.error("--only-joints needs --init (the weights whose other rows it keeps)")
+    return dict.fromkeys(("out.weight", "out.bias"), joint_rows(args.only_joints, width, count, stride))
+
+
 def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, before=None):
     """Save numpy weights and the JSON record (with the schedule, and the record of the
     weights this run continued from, if any); print a one-line summary."""
@@ -520,8 +544,7 @@ def finish(model, args, cfg, data, steps, seconds, losses, metrics, extra=None, 
                    last_loss=round(float(np.mean(losses[-10:])), 4))
     extra = dict(extra or {}, schedule={k: cfg[k] for k in ("minutes", "lr", "batch")})
     if before is not None:  # a continued run: keep the whole history
-        extra["continued_from"] = {k: v for k, v in before.items()
-                                   if k not in ("config", "data_sha256", "train_clips", "validation_clips", "torch")}
+        extra["continued_from"] = earlier_record(before)
     save_weights(args.out, model.numpy_params(), model.config)
     write_json(Path(args.out).with_suffix(".json"),
                training_record(model.config, args.preset, data, seconds, steps, metrics, extra))
