@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.core.files import write_json  # noqa: E402
-from models.core.skeleton import JOINT_INDEX, MIRROR  # noqa: E402
+from models.core.skeleton import JOINT_INDEX, MIRROR, PARENTS  # noqa: E402
 from models.ik.nn import save_weights  # noqa: E402
 from models.ik.pose_prior import ARCH, DEFAULT_POSE_PRIOR, DIM, JOINTS, PosePrior, load_pose_prior  # noqa: E402
 from models.training.loop import (DEFAULT_DATA, VALIDATION_LOCOMOTION, VALIDATION_VARIED,  # noqa: E402
@@ -98,13 +98,15 @@ def em(x, weight, k, iterations, gen, regularisation=REGULARISATION, log=print):
     return means, cov, mix, history
 
 
-def refit_dims(prior, x, weight, dims, regularisation=REGULARISATION, ridge=1e-6):
+def refit_dims(prior, x, weight, dims, given=None, regularisation=REGULARISATION, ridge=1e-6):
     """(means, covariances) of `prior` with the numbers `dims` fitted again to x (N, D), the
     others' means and covariances kept exactly: each frame's responsibilities come from the
-    other numbers alone, and each component's `dims` are a linear regression on the others
-    plus a residual covariance (+ regularisation), so every covariance stays positive definite
-    and the mixture's marginal over the other numbers is the one it had."""
+    other numbers alone, and each component's `dims` are a linear regression on the numbers
+    `given` (default: all the others) plus a residual covariance (+ regularisation), so every
+    covariance stays positive definite and the mixture's marginal over the other numbers is the
+    one it had."""
     keep = np.setdiff1d(np.arange(x.shape[1]), dims)
+    given = keep if given is None else np.asarray(given)
     precision = prior.precision_chol @ np.swapaxes(prior.precision_chol, 1, 2)
     cov = np.linalg.inv(precision)
     means = prior.means.copy()
@@ -114,16 +116,16 @@ def refit_dims(prior, x, weight, dims, regularisation=REGULARISATION, ridge=1e-6
     resp = np.exp(log_p - np.logaddexp.reduce(log_p, axis=1)[:, None]) * (weight / weight.sum())[:, None]
     for c in range(len(means)):
         w = resp[:, c] / resp[:, c].sum()
-        xb = x[:, keep] - means[c, keep]
+        xb = x[:, given] - means[c, given]
         means[c, dims] = w @ x[:, dims]
         xt = x[:, dims] - means[c, dims]
-        gram = (xb * w[:, None]).T @ xb + ridge * np.eye(len(keep))
-        a = np.linalg.solve(gram, (xb * w[:, None]).T @ xt).T                 # (T, B)
+        gram = (xb * w[:, None]).T @ xb + ridge * np.eye(len(given))
+        a = np.linalg.solve(gram, (xb * w[:, None]).T @ xt).T                 # (T, G)
         r = xt - xb @ a.T
-        bb = cov[c][np.ix_(keep, keep)]
-        tb = a @ bb
+        tb = a @ cov[c][np.ix_(given, keep)]
         cov[c][np.ix_(dims, keep)], cov[c][np.ix_(keep, dims)] = tb, tb.T
-        cov[c][np.ix_(dims, dims)] = (r * w[:, None]).T @ r + regularisation * np.eye(len(dims)) + a @ bb @ a.T
+        cov[c][np.ix_(dims, dims)] = ((r * w[:, None]).T @ r + regularisation * np.eye(len(dims))
+                                      + a @ cov[c][np.ix_(given, given)] @ a.T)
     return means, cov
 
 
@@ -147,6 +149,9 @@ def main(argv=None):
     ap.add_argument("--refit-joints", type=joint_name_list, metavar="NAMES",
                     help="with --init: fit only these joints' numbers again (comma-separated), every other "
                          "number's mean and covariance kept exactly (refit_dims); no EM")
+    ap.add_argument("--refit-given", choices=("parents", "all"), default="parents",
+                    help="what the refitted numbers depend on within a component: their joints' parents' "
+                         "numbers (default) or every other number")
     args = ap.parse_args(argv)
     if bool(args.init) != bool(args.refit_joints):
         ap.error("--init and --refit-joints go together")
@@ -171,14 +176,17 @@ def main(argv=None):
     if args.refit_joints:
         start = load_pose_prior(args.init)
         args.components = len(start.means)
-        dims = [3 * (JOINT_INDEX[n] - 1) + i for n in args.refit_joints for i in range(3)]
-        means, cov = refit_dims(start, x, w, dims, args.regularisation)
+        refit = [JOINT_INDEX[n] for n in args.refit_joints]
+        parents = [PARENTS[j] for j in refit if PARENTS[j] > 0 and PARENTS[j] not in refit]
+        dims, given = (np.array([3 * (j - 1) + i for j in js for i in range(3)], dtype=int) for js in (refit, parents))
+        means, cov = refit_dims(start, x, w, dims, given if args.refit_given == "parents" else None,
+                                args.regularisation)
         mix = np.exp(start.log_weights)
         prior = as_prior(means, cov, mix)
         history = [float(-mean_nll(prior, x, w))]
         before = Path(args.init).with_suffix(".json")
         earlier = earlier_record(json.loads(before.read_text())) if before.exists() else str(args.init)
-        extra = {"refit_joints": list(args.refit_joints), "continued_from": earlier}
+        extra = {"refit_joints": list(args.refit_joints), "refit_given": args.refit_given, "continued_from": earlier}
     else:
         means, cov, mix, history = em(x, w, args.components, cfg["iterations"], gen, args.regularisation)
         prior = as_prior(means, cov, mix)
