@@ -4,7 +4,10 @@
 
 Defaults to ../shared/data/mocap/cmu_train, m21 and cmu_varied. For each folder it times
 reading, retargeting and writing every clip (median of --repeat runs per clip, one thread),
-and reports the mean limb-direction error with and without the polish pass, each clip's
+and reports the mean limb-direction error with and without the polish pass, the trunk's
+(pelvis to neck) direction error, the spine's turn (spine1-3's mean local rotation, the median
+frame of the median clip: a spine that bends forward at one joint and back at the next turns
+far more than the trunk does), each clip's
 body check (height, largest |beta|, bone-length residual, torso lean against the source's,
 warnings) and the shape inversion's limb-length ratios on the folder's first clip.
 """
@@ -20,6 +23,8 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -28,7 +33,9 @@ from models.motion.batch import RetargetJob, run_job  # noqa: E402
 from models.body.model import load_body_model  # noqa: E402
 from models.motion.bvh import find_bvh_files, read_bvh  # noqa: E402
 from models.motion.retarget import retarget  # noqa: E402
+from models.core.skeleton import JOINT_INDEX  # noqa: E402
 
+SPINE = [JOINT_INDEX[n] for n in ("spine1", "spine2", "spine3")]
 DEFAULT = [ROOT.parent / "shared" / "data" / "mocap" / name for name in ("cmu_train", "m21", "cmu_varied")]
 
 
@@ -44,7 +51,7 @@ def timed(fn, repeat):
 def bench_folder(folder, body, repeat):
     files = [f.path for f in find_bvh_files([folder]).found]
     frames = read_s = retarget_s = total_s = 0.0
-    errors, raw_errors, checks = [], [], {}
+    errors, raw_errors, checks, spine, trunk = [], [], {}, [], []
     with tempfile.TemporaryDirectory() as tmp:
         for path in files:
             t_read, motion = timed(lambda: read_bvh(path), repeat)
@@ -61,6 +68,9 @@ def bench_folder(folder, body, repeat):
             errors.append(result.mean_limb_error_deg)
             raw_errors.append(raw.mean_limb_error_deg)
             checks[path.name] = result.check
+            turns = np.degrees(np.linalg.norm(result.poses[:, SPINE], axis=-1))        # (T, 3)
+            spine.append(float(np.median(turns.mean(axis=1))))
+            trunk.append(result.limb_error_deg["pelvis->neck"])
             if path == files[0]:
                 fit = result.shape
     heights = [c.height_m for c in checks.values()]
@@ -73,6 +83,8 @@ def bench_folder(folder, body, repeat):
         "limb_error_deg_max_clip": round(max(errors), 3),
         "limb_error_deg_mean_without_polish": round(statistics.mean(raw_errors), 3),
         "limb_error_deg_max_clip_without_polish": round(max(raw_errors), 3),
+        "trunk_error_deg_mean": round(statistics.mean(trunk), 2),
+        "spine_turn_deg_median": round(statistics.median(spine), 1),
         "body": {"height_m_median": round(statistics.median(heights), 3),
                  "height_m_min": round(min(heights), 3), "height_m_max": round(max(heights), 3),
                  "max_abs_beta": round(max(c.max_abs_beta for c in checks.values()), 2),
@@ -103,7 +115,8 @@ def main(argv=None):
               f"retarget {r['retarget_frames_per_s']} fr/s, BVH->npz {r['bvh_to_npz_frames_per_s']} fr/s | "
               f"limb error {r['limb_error_deg_mean']:.2f} deg (worst clip {r['limb_error_deg_max_clip']:.2f}); "
               f"without polish {r['limb_error_deg_mean_without_polish']:.2f} "
-              f"(worst {r['limb_error_deg_max_clip_without_polish']:.2f})")
+              f"(worst {r['limb_error_deg_max_clip_without_polish']:.2f}) | trunk {r['trunk_error_deg_mean']:.2f} deg, "
+              f"spine turns {r['spine_turn_deg_median']:.1f} deg")
         b = r["body"]
         print(f"  bodies: height {b['height_m_median']} m (median; {b['height_m_min']}-{b['height_m_max']}), "
               f"max |beta| {b['max_abs_beta']}, length residual up to {b['length_residual_pct_max']}%, "

@@ -258,6 +258,48 @@ def _chain_fractions(rest_joints, mapped):
     return out
 
 
+TRUNK = ("pelvis", "spine1", "spine2", "spine3", "neck")
+
+
+def _trunk_path(skeleton, mapping):
+    """Source joints on the tree path from the joint mapped to SMPL's pelvis to the one mapped
+    to its neck (both ends included), or None when either is unmapped."""
+    a, b = (mapping.source[JOINT_INDEX[n]] for n in (TRUNK[0], TRUNK[-1]))
+    if a is None or b is None:
+        return None
+
+    def up(k):
+        out = [k]
+        while skeleton.parents[out[-1]] >= 0:
+            out.append(skeleton.parents[out[-1]])
+        return out
+    ua, ub = up(a), up(b)
+    common = next(k for k in ua if k in ub)
+    return ua[:ua.index(common) + 1] + ub[:ub.index(common)][::-1]
+
+
+def _resample_trunk(points, positions, path, rest_joints):
+    """Place SMPL's spine joints in `points` (..., 24, 3) on the source's trunk polyline
+    (positions (..., Js, 3) of the joints `path`) at SMPL's rest arc-length fractions."""
+    idx = [JOINT_INDEX[n] for n in TRUNK]
+    lengths = np.linalg.norm(np.diff(rest_joints[idx], axis=0), axis=1)
+    fractions = np.cumsum(lengths)[:-1] / lengths.sum()
+    poly = positions[..., path, :]
+    seg = np.linalg.norm(np.diff(poly, axis=-2), axis=-1)                   # (..., n-1)
+    cum = np.concatenate([np.zeros(seg.shape[:-1] + (1,)), np.cumsum(seg, axis=-1)], axis=-1)
+    out = points.copy()
+    for j, f in zip(idx[1:-1], fractions):
+        target = f * cum[..., -1:]                                              # (..., 1)
+        k = np.clip((cum < target).sum(-1) - 1, 0, len(path) - 2)             # segment index
+        k1 = k[..., None, None]
+        p0 = np.take_along_axis(poly, k1, axis=-2)[..., 0, :]
+        p1 = np.take_along_axis(poly, k1 + 1, axis=-2)[..., 0, :]
+        c0 = np.take_along_axis(cum, k[..., None], axis=-1)
+        t = np.clip((target - c0) / np.maximum(np.take_along_axis(seg, k[..., None], axis=-1), 1e-9), 0, 1)
+        out[..., j, :] = p0 + t * (p1 - p0)
+    return out
+
+
 def smpl_positions(positions, mapping, placements):
     """(..., Js, 3) source positions to (..., 24, 3) positions at SMPL joints (NaN: none)."""
     out = np.full(positions.shape[:-2] + (NUM_JOINTS, 3), np.nan)
@@ -603,6 +645,10 @@ def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=No
         glob = glob @ np.swapaxes(glob[rig.reference], -1, -2)
     e = smpl_positions(pos, mapping, placements)           # (T, 24, 3)
     e_ref = smpl_positions(rig.ref_positions, mapping, placements)
+    path = _trunk_path(sk, mapping)
+    if path is not None:   # the spine's joints where SMPL has them along the source's trunk
+        e = _resample_trunk(e, pos, path, rest)
+        e_ref = _resample_trunk(e_ref, rig.ref_positions, path, rest)
     has = ~np.isnan(e_ref[:, 0])
     t = motion.num_frames
 
@@ -625,7 +671,13 @@ def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=No
         else:
             leaf = (_leaf_alignment(sk, mapping.source[j], rig, JOINT_NAMES[j])
                     if mapping.source[j] is not None and JOINT_NAMES[j] in LEAF_DIRECTION else None)
-            align[j] = leaf if leaf is not None else (align[p] if p >= 0 else np.eye(3))
+            if leaf is None:
+                # no direction of its own. In a trusted rest pose (the file's zero pose) a mapped
+                # leaf faces as SMPL's rest does, whatever its parent's bone was turned by; in a
+                # motion frame taken as the reference, or unmapped, it keeps its parent's relation
+                rest_leaf = mapping.source[j] is not None and rig.reference < 0
+                leaf = np.eye(3) if rest_leaf or p < 0 else align[p]
+            align[j] = leaf
         # Q: the joint's rotation relative to the source's reference pose
         if mapping.source[j] is not None:
             q = glob[:, mapping.source[j]]

@@ -11,11 +11,12 @@ from models.motion.bvh import Skeleton, read_bvh, write_bvh
 from models.core.kinematics import forward_kinematics
 from models.motion.mapping import build_mapping
 from models.motion.retarget import (AT_BOUND_SD, BETA_BOUND, BONES, LEAN_LIMIT_DEG, LENGTH_UNITS,
-                                    REST_POSE_LIMIT_DEG, _fk_offsets, check_body, invert_shape,
+                                    REST_POSE_LIMIT_DEG, TRUNK, _fk_offsets, _resample_trunk, check_body,
+                                    invert_shape,
                                     rest_pose_departure, retarget, smpl_bvh_skeleton, smpl_positions,
                                     write_smpl_bvh)
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
-from models.core.skeleton import JOINT_NAMES, PARENTS
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "mocap"
 MIXAMO = {"pelvis": "Hips", "spine1": "Spine", "spine2": "Spine1", "spine3": "Spine2", "neck": "Neck",
@@ -359,3 +360,58 @@ def test_character_creator_toes_follow_the_foot(open_body):
         for name in ("left_foot", "right_foot"):
             angle = np.degrees(np.linalg.norm(r.poses[:, JOINT_NAMES.index(name)], axis=1))
             assert np.median(angle) < 20.0, (path.name, name, np.median(angle))
+
+
+def test_the_spines_joints_sit_on_the_source_trunk_where_smpl_has_them(open_body):
+    """SMPL's spine1-3 are placed on the source's trunk (the polyline from the joint mapped to
+    the pelvis to the one mapped to the neck, every source joint between) at SMPL's own rest
+    arc-length fractions, so a short source bone bent across the trunk (Character Creator's
+    waist) does not become a long SMPL bone pointing the same way."""
+    rest = open_body.rest_joints(np.zeros(10))
+    idx = [JOINT_INDEX[n] for n in TRUNK]
+    lengths = np.linalg.norm(np.diff(rest[idx], axis=0), axis=1)
+    fractions = np.cumsum(lengths)[:-1] / lengths.sum()
+    # source trunk: up 8 cm, a 5 cm bone 47 degrees forward, up 15 cm, up 27 cm
+    kink = 0.05 * np.array([0.0, np.cos(np.radians(47)), np.sin(np.radians(47))])
+    source = np.cumsum([[0, 0, 0], [0, 0.08, 0], kink, [0, 0.15, 0], [0, 0.27, 0]], axis=0)
+    frames = np.stack([source, source + [0.3, 0, 0]])          # (2, 5, 3): moved frames too
+    points = np.full((2, 24, 3), np.nan)
+    placed = _resample_trunk(points, frames, [0, 1, 2, 3, 4], rest)
+    seg = np.linalg.norm(np.diff(source, axis=0), axis=1)
+    cum = np.concatenate([[0], np.cumsum(seg)])
+    for j, f in zip(idx[1:-1], fractions):
+        s_at = f * cum[-1]
+        k = np.searchsorted(cum, s_at) - 1
+        expected = source[k] + (s_at - cum[k]) / seg[k] * (source[k + 1] - source[k])
+        np.testing.assert_allclose(placed[0, j], expected, atol=1e-9)
+        np.testing.assert_allclose(placed[1, j], expected + [0.3, 0, 0], atol=1e-9)
+    assert np.isnan(placed[:, JOINT_INDEX["head"]]).all()          # other joints untouched
+    # the SMPL bone spine1 -> spine2 leans far less than the 47-degree source bone
+    bone = placed[0, idx[2]] - placed[0, idx[1]]
+    assert np.degrees(np.arctan2(bone[2], bone[1])) < 30.0
+
+
+@needs_shared
+def test_character_creator_spines_do_not_zigzag(open_body):
+    """cmu_varied's spines: SMPL's spine2 stays a moderate bend (before, spine1 bent about 45
+    degrees forward and spine2 as far back, copying the waist's short bone), and the trunk from
+    pelvis to neck still points as the source's does."""
+    for path in sorted((SHARED / "cmu_varied").glob("*.bvh"))[:4]:
+        r = retarget(read_bvh(path), open_body)
+        spine2 = np.degrees(np.linalg.norm(r.poses[:, JOINT_INDEX["spine2"]], axis=1))
+        assert np.median(spine2) < 30.0, (path.name, np.median(spine2))
+        assert r.limb_error_deg["pelvis->neck"] < 3.0, (path.name, r.limb_error_deg["pelvis->neck"])
+
+
+@needs_shared
+def test_a_head_with_no_direction_of_its_own_faces_as_in_the_rest_pose(open_body):
+    """m21's head ends in a zero-length End Site: in its trusted zero pose it faces as SMPL's
+    rest head does, whatever the neck's bone is turned by (before it took the neck's turn and
+    looked 35 degrees up in the T-pose clip, 21 degrees up walking)."""
+    for name in ("m21_data_t.bvh", "m21_data_content_walk.bvh"):
+        r = retarget(read_bvh(SHARED / "m21" / name), open_body)
+        local = axis_angle_to_matrix(r.poses)
+        world = forward_kinematics(local, open_body.rest_joints(r.betas), PARENTS, r.trans).rotations
+        forward = world[:, JOINT_INDEX["head"]] @ np.array([0.0, 0.0, 1.0])
+        elevation = np.degrees(np.arcsin(np.clip(forward[:, 1], -1, 1)))
+        assert abs(np.median(elevation)) < 15.0, (name, np.median(elevation))
