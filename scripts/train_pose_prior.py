@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.core.files import write_json  # noqa: E402
-from models.core.skeleton import JOINT_INDEX, MIRROR, PARENTS  # noqa: E402
+from models.core.skeleton import CHILDREN, JOINT_INDEX, MIRROR, PARENTS  # noqa: E402
 from models.ik.nn import save_weights  # noqa: E402
 from models.ik.pose_prior import ARCH, DEFAULT_POSE_PRIOR, DIM, JOINTS, PosePrior, load_pose_prior  # noqa: E402
 from models.training.loop import (DEFAULT_DATA, VALIDATION_LOCOMOTION, VALIDATION_VARIED,  # noqa: E402
@@ -149,9 +149,9 @@ def main(argv=None):
     ap.add_argument("--refit-joints", type=joint_name_list, metavar="NAMES",
                     help="with --init: fit only these joints' numbers again (comma-separated), every other "
                          "number's mean and covariance kept exactly (refit_dims); no EM")
-    ap.add_argument("--refit-given", choices=("parents", "all"), default="parents",
-                    help="what the refitted numbers depend on within a component: their joints' parents' "
-                         "numbers (default) or every other number")
+    ap.add_argument("--refit-given", choices=("neighbours", "all"), default="neighbours",
+                    help="what the refitted numbers depend on within a component: the numbers of the "
+                         "joints next to them in the tree, parents and children (default), or every other number")
     args = ap.parse_args(argv)
     if bool(args.init) != bool(args.refit_joints):
         ap.error("--init and --refit-joints go together")
@@ -177,9 +177,9 @@ def main(argv=None):
         start = load_pose_prior(args.init)
         args.components = len(start.means)
         refit = [JOINT_INDEX[n] for n in args.refit_joints]
-        parents = [PARENTS[j] for j in refit if PARENTS[j] > 0 and PARENTS[j] not in refit]
-        dims, given = (np.array([3 * (j - 1) + i for j in js for i in range(3)], dtype=int) for js in (refit, parents))
-        means, cov = refit_dims(start, x, w, dims, given if args.refit_given == "parents" else None,
+        neighbours = sorted({k for j in refit for k in (PARENTS[j], *CHILDREN[j]) if k > 0} - set(refit))
+        dims, given = (np.array([3 * (j - 1) + i for j in js for i in range(3)], dtype=int) for js in (refit, neighbours))
+        means, cov = refit_dims(start, x, w, dims, given if args.refit_given == "neighbours" else None,
                                 args.regularisation)
         mix = np.exp(start.log_weights)
         prior = as_prior(means, cov, mix)

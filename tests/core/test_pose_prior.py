@@ -94,7 +94,7 @@ def test_refitting_some_numbers_keeps_the_others_and_fits_the_new_ones(rng):
         cluster = moved[:1500] if means[c, 0] > 0.4 else moved[1500:]
         assert np.allclose(new_means[c, dims], cluster[:, dims].mean(0), atol=0.05)
     assert tpp.mean_nll(refit, moved) < tpp.mean_nll(prior, moved) - 1.0
-    # Given only some numbers (the joints' parents, as the script does by default), the refitted
+    # Given only some numbers (the joints next to them, as the script does by default), the refitted
     # numbers depend on those alone: within each component their precision with every other
     # number is zero, and the marginal over the kept numbers is still the one it had.
     given = keep[:3]
