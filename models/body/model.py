@@ -485,13 +485,13 @@ class BodyModel:
         """AttachedPoints where each foot meets the floor, for betas (10,): the heel and the
         ball (the lowest vertices that follow the ankle and the foot joint) and the toe tip
         (the foremost low vertex following the foot joint), found from the skinning weights so
-        any SMPL-family file has them."""
+        any SMPL-family file has them; named "left heel", "left ball", "left toe", then the right's."""
         verts = self.shaped_vertices(betas)
         rest = self.rest_joints(betas)
         owner = self.weights.argmax(1)
-        joints, offsets = [], []
-        for ankle, foot in ((JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
-                            (JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"])):
+        joints, offsets, names = [], [], []
+        for side, ankle, foot in (("left", JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
+                                  ("right", JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"])):
             low = verts[:, 1] < verts[(owner == ankle) | (owner == foot), 1].min() + 0.02
             heel = np.flatnonzero(low & (owner == ankle))
             toes = np.flatnonzero(low & (owner == foot))
@@ -502,7 +502,8 @@ class BodyModel:
                                   (foot, toes[np.argmax(verts[toes, 2])])):
                 joints.append(joint)
                 offsets.append(verts[vertex] - rest[joint])
-        return AttachedPoints(np.array(joints), np.array(offsets))
+            names += [f"{side} heel", f"{side} ball", f"{side} toe"]
+        return AttachedPoints(np.array(joints), np.array(offsets), tuple(names))
 
     def forward(self, betas, *, pose_rotvecs=None, rel_rotmats=None, trans=None):
         """Pose the body.

@@ -141,10 +141,12 @@ def analytic_rotations(positions, rest):
 @dataclass(frozen=True)
 class AttachedPoints:
     """Points that move rigidly with joints (a foot's heel and toe, say): joints (K,) int,
-    offsets (K, 3) from each joint in the rest pose (body frame, metres)."""
+    offsets (K, 3) from each joint in the rest pose (body frame, metres); names (K,) what a
+    report calls each point (empty: its joint's name)."""
 
     joints: np.ndarray
     offsets: np.ndarray
+    names: tuple = ()
 
     def positions(self, fk):
         """(..., K, 3) where the points are in a pose with forward kinematics `fk`."""

@@ -207,7 +207,8 @@ class RefineOptions:
 class Miss:
     """An effector the pose does not meet: how far it is (metres, or radians for rotations and
     look-ats) against what counts as met; soft, whether it was soft; gave_way, a hard pin that
-    gave way to the others (they could not all be held)."""
+    gave way to the others (they could not all be held). floor: a contact point (joint: its
+    name, RefineOptions.contacts) that far below the floor, which is held like a pin."""
 
     joint: str
     kind: EffectorKind
@@ -216,11 +217,14 @@ class Miss:
     soft: bool
     gave_way: bool = False
     reason: str = ""
+    floor: bool = False
 
     def describe(self):
         """'left_wrist is 12.3 cm from its target' / 'head is turned 8.0 degrees from its
-        target', and for a pin that gave way ' (it gave way to the other pins)', then the reason
-        where one is known (`out_of_reach`)."""
+        target' / 'left heel is 1.4 mm below the floor', and for a pin that gave way ' (it gave
+        way to the other pins)', then the reason where one is known (`out_of_reach`)."""
+        if self.floor:
+            return f"{self.joint} is {self.error * 1000:.1f} mm below the floor"
         if self.kind is EffectorKind.POSITION:
             text = f"{self.joint} is {self.error * 100:.1f} cm from its target"
         else:
@@ -641,14 +645,15 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
 
     def solve(gave_way, *starts):
         """The best pose from these starts with these pins given way: the fewest other pins
-        missed, then the given-way pins nearest their targets."""
+        missed (a contact point under the floor counts as one), then the given-way pins
+        nearest their targets."""
         flags = [soft or n in gave_way for n, soft in enumerate(soft_flags)]
         best = None
         for start in starts:
             local_rot, trans_out = _refine_levels(*start, rest, effectors, flags, options)
             pose = (nearest_rotation(local_rot), trans_out)   # many steps wear the rotations a little
             errors = effector_errors(effectors, *pose, rest)
-            rank = (len(_missed_pins(effectors, soft_flags, gave_way, errors)),
+            rank = (len(_missed_pins(effectors, soft_flags, gave_way, errors)) + len(floor_misses(*pose, rest, options)),
                     sum(errors[n] / HARD_TOLERANCE[kind_of(effectors[n])] for n in gave_way))
             if best is None or rank < best[0]:
                 best = (rank, pose, errors)
@@ -681,7 +686,22 @@ def refine_pose(local_rot, trans, rest, effectors, options=RefineOptions()):
     misses = _misses(effectors, soft_flags, errors, gave_way)
     if misses:
         misses = _misses(effectors, soft_flags, errors, gave_way, out_of_reach(effectors, rest))
+    misses = tuple(sorted(misses + floor_misses(*pose, rest, options), key=lambda m: -m.error))
     return Refined(local_rot=pose[0], trans=pose[1], errors=errors, misses=misses)
+
+
+def floor_misses(local_rot, trans, rest, options):
+    """Misses (Miss.floor) of the contact points (options.contacts) more than HARD_TOLERANCE
+    below options.floor in a pose, deepest first; none without a floor."""
+    contacts = options.contacts
+    if options.floor is None or contacts is None:
+        return ()
+    heights = contacts.positions(forward_kinematics(local_rot, rest, PARENTS, trans))[:, 1]
+    tolerance = HARD_TOLERANCE[EffectorKind.POSITION]
+    out = [Miss(contacts.names[k] if len(contacts.names) else JOINT_NAMES[int(contacts.joints[k])],
+                EffectorKind.POSITION, float(options.floor - heights[k]), tolerance, soft=False, floor=True)
+           for k in np.flatnonzero(heights < options.floor - tolerance)]
+    return tuple(sorted(out, key=lambda m: -m.error))
 
 
 def _refine_levels(local, trans, rest, effectors, soft_flags, options):

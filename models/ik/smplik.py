@@ -732,10 +732,10 @@ def _turnable(refined, options):
 
 def _with_reason(refined, reason):
     """A refined pose (Refined or IkSolution) with `reason` given to each hard pin it misses
-    that has none yet."""
+    that has none yet (not to a contact point under the floor)."""
     if not reason:
         return refined
-    misses = tuple(m if m.soft or m.reason else replace(m, reason=reason) for m in refined.misses)
+    misses = tuple(m if m.soft or m.reason or m.floor else replace(m, reason=reason) for m in refined.misses)
     return replace(refined, misses=misses)
 
 

@@ -249,6 +249,28 @@ def test_contact_points_stay_above_the_floor(open_body, standing):
     assert contacts.positions(forward_kinematics(sunk.local_rot, rest, PARENTS, sunk.trans))[:, 1].min() < floor - 0.01
 
 
+
+def test_a_floor_the_pins_push_the_feet_through_is_reported_point_by_point(open_body, standing):
+    """Both ankles pinned hard 3 cm into the floor, turned as they stand (so the feet cannot
+    tip their points over it), no pin allowed to give way: pins and floor share the miss, and
+    every contact point left more than a millimetre under the floor is named with its depth,
+    as the pose has it."""
+    local, trans, rest, fk = standing
+    contacts = open_body.foot_contacts(np.zeros(10))
+    floor = contacts.positions(fk)[:, 1].min()
+    ankles = ("left_ankle", "right_ankle")
+    effs = [Effector(name, P, tuple(fk.positions[JOINT_INDEX[name]] + [0.0, -0.03, 0.0])) for name in ankles]
+    effs += [Effector(name, EffectorKind.ROTATION, fk.rotations[JOINT_INDEX[name]]) for name in ankles]
+    out = refine_pose(local, trans, rest, effs, RefineOptions(floor=floor, contacts=contacts, give_way=False))
+    heights = contacts.positions(forward_kinematics(out.local_rot, rest, PARENTS, out.trans))[:, 1]
+    under = {name: floor - h for name, h in zip(contacts.names, heights) if h < floor - 1e-3}
+    reported = {m.joint: m for m in out.misses if m.floor}
+    assert under and set(reported) == set(under)
+    for name, depth in under.items():
+        assert reported[name].error == pytest.approx(depth) and not reported[name].soft
+        assert reported[name].describe() == f"{name} is {depth * 1000:.1f} mm below the floor"
+    assert set(contacts.names) == {f"{s} {p}" for s in ("left", "right") for p in ("heel", "ball", "toe")}
+
 def test_rotation_and_look_at_misses_are_in_degrees(standing):
     local, trans, rest, fk = standing
     twisted = Rotation.from_euler("y", 170, degrees=True).as_matrix() @ fk.rotations[JOINT_INDEX["left_elbow"]]
