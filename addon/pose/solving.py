@@ -59,7 +59,7 @@ _shaped = {}
 
 
 def shaped_body(arm):
-    """(foot contacts, body parts) of the body's file and shape: its heel, ball and toe points
+    """(foot contacts, body parts) of the body's file and shape: its soles' contact points
     (models.core.kinematics.AttachedPoints) and its models.ik.cost.BodyParts, remembered (a
     drag asks on every step; fitting them takes about 50 ms)."""
     key = (arm.smpl_ik.body_path, arm.smpl_ik.gender, tuple(round(b, 6) for b in arm.smpl_ik.applied_betas))

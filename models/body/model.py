@@ -482,13 +482,18 @@ class BodyModel:
         return np.stack([pelvis[..., 0], lowest, pelvis[..., 2]], axis=-1)
 
     def foot_contacts(self, betas):
-        """AttachedPoints where each foot meets the floor, for betas (10,): the heel and the
-        ball (the lowest vertices that follow the ankle and the foot joint) and the toe tip
-        (the foremost low vertex following the foot joint), found from the skinning weights so
-        any SMPL-family file has them; named "left heel", "left ball", "left toe", then the right's."""
+        """AttachedPoints where each foot meets the floor, for betas (10,), found from the
+        skinning weights so any SMPL-family file has them. Of the sole's vertices (those within
+        2 cm of the foot's lowest) that follow the ankle: the hindmost (the heel) and those
+        nearest to and furthest from the body's midline (the sole's inner and outer edges);
+        of those that follow the foot joint: the lowest (the ball), the foremost (the toe) and
+        the inner and outer edges again. The edges keep a foot from rolling onto its side to
+        put its middle points over a floor. Named "left heel", "left ball", "left toe", "left
+        sole inner", "left sole outer", "left toes inner", "left toes outer", then the right's."""
         verts = self.shaped_vertices(betas)
         rest = self.rest_joints(betas)
         owner = self.weights.argmax(1)
+        across = np.abs(verts[:, 0] - rest[0, 0])                             # from the midline
         joints, offsets, names = [], [], []
         for side, ankle, foot in (("left", JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
                                   ("right", JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"])):
@@ -498,11 +503,16 @@ class BodyModel:
             if not len(heel) or not len(toes):
                 raise SmplIkError(f"{self.path}: no vertices follow the {JOINT_NAMES[ankle]} or "
                                   f"{JOINT_NAMES[foot]} near the sole; cannot find the foot's contact points")
-            for joint, vertex in ((ankle, heel[np.argmin(verts[heel, 2])]), (foot, toes[np.argmin(verts[toes, 1])]),
-                                  (foot, toes[np.argmax(verts[toes, 2])])):
+            points = {"heel": (ankle, heel[np.argmin(verts[heel, 2])]), "ball": (foot, toes[np.argmin(verts[toes, 1])]),
+                      "toe": (foot, toes[np.argmax(verts[toes, 2])]),
+                      "sole inner": (ankle, heel[np.argmin(across[heel])]),
+                      "sole outer": (ankle, heel[np.argmax(across[heel])]),
+                      "toes inner": (foot, toes[np.argmin(across[toes])]),
+                      "toes outer": (foot, toes[np.argmax(across[toes])])}
+            for name, (joint, vertex) in points.items():
                 joints.append(joint)
                 offsets.append(verts[vertex] - rest[joint])
-            names += [f"{side} heel", f"{side} ball", f"{side} toe"]
+                names.append(f"{side} {name}")
         return AttachedPoints(np.array(joints), np.array(offsets), tuple(names))
 
     def forward(self, betas, *, pose_rotvecs=None, rel_rotmats=None, trans=None):

@@ -53,6 +53,8 @@ _CREEP = 1e-4  # a soft level gaining less than this a step (0.1 mm), and under 
 _GIVE_UP = 1e5   # damping this many times its start with the hard level met: no step helps
 _MAX_TURN = 0.5   # the longest step: radians per joint, metres for the root (a trust region)
 _SHORTER = 3      # a longer step is solved again with 10x the damping, at most this many times
+FLOOR_PASSES = 3  # a step is solved again with the contact points it takes under the floor, at most this often
+FLOOR_ON = 1e-6   # metres: a contact point this little under the floor is on it
 UNFOLD = 60.0     # degrees of hinge a limb folded against its range restarts from (refine_pose)
 
 
@@ -306,20 +308,20 @@ def _residuals(t, world, pos, want_jacobian):
 
 
 def _floor_rows(contacts, floor, fk):
-    """Residuals and Jacobian rows of the contact points at or below the floor: each such
-    point's height above it (<= 0), so the hard level lifts sunken points and holds those on
-    the floor from sinking."""
+    """The contact points' heights above the floor and their Jacobian rows, split in two:
+    (residuals, rows) of the points under it (by more than FLOOR_ON), each its height (< 0),
+    so the hard level lifts them; and (heights, rows) of those on or above it, which join the
+    hard level only where a step would take them below (`_floor_step`): a foot on the floor
+    may lift off it."""
     points = contacts.positions(fk)                                         # (K, 3)
-    low = np.flatnonzero(points[:, 1] < floor + 1e-6)
-    if not len(low):
-        return np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3))
-    rows = np.zeros((len(low), 3 * NUM_JOINTS + 3))
-    for r, k in enumerate(low):
-        j = contacts.joints[k]
+    rows = np.zeros((len(points), 3 * NUM_JOINTS + 3))
+    for k, j in enumerate(contacts.joints):
         lever = skew(points[k] - fk.positions)                              # (24, 3, 3): d p = -[p - p_a] w_a
-        rows[r, :3 * NUM_JOINTS] = (-lever[:, 1, :] * ANCESTOR[j][:, None]).ravel()
-        rows[r, 3 * NUM_JOINTS + 1] = 1.0
-    return np.minimum(points[low, 1] - floor, 0.0), rows
+        rows[k, :3 * NUM_JOINTS] = (-lever[:, 1, :] * ANCESTOR[j][:, None]).ravel()
+        rows[k, 3 * NUM_JOINTS + 1] = 1.0
+    gap = points[:, 1] - floor
+    low = gap < -FLOOR_ON
+    return (gap[low], rows[low]), (gap[~low], rows[~low])
 
 
 BALANCE_MARGIN = 0.01        # metres: how far inside the support polygon balance puts the centre of mass
@@ -532,8 +534,9 @@ def apply_step(local_rot, trans, fk, step):
 class _State:
     """A pose in the descent and its two levels there: local (24, 3, 3), trans (3,), the held
     range components (joint limit number, component, Euler angles), its forward kinematics,
-    the hard level's residuals rh (H,) and rows jh (H, 75) (effectors, held limits, floor) and
-    the soft level's rs (S,) and js (S, 75)."""
+    the hard level's residuals rh (H,) and rows jh (H, 75) (effectors, held limits, floor),
+    the soft level's rs (S,) and js (S, 75), and `above`: the heights and rows of the contact
+    points above the floor (`_floor_rows`)."""
 
     local: np.ndarray
     trans: np.ndarray
@@ -543,6 +546,7 @@ class _State:
     jh: np.ndarray
     rs: np.ndarray
     js: np.ndarray
+    above: tuple = (np.zeros(0), np.zeros((0, 3 * NUM_JOINTS + 3)))   # contact points above the floor
 
 
 class _Problem:
@@ -560,8 +564,9 @@ class _Problem:
         if held:
             parts_r.append(np.zeros(len(held)))
             parts_j.append(self.limits.rows(held, fk))
+        above = _State.above
         if self.options.floor is not None and self.options.contacts is not None:
-            fr, fj = _floor_rows(self.options.contacts, self.options.floor, fk)
+            (fr, fj), above = _floor_rows(self.options.contacts, self.options.floor, fk)
             parts_r.append(fr)
             parts_j.append(fj)
         rh, jh = np.concatenate(parts_r), np.concatenate(parts_j)
@@ -570,7 +575,7 @@ class _Problem:
             tr, tj = self.terms.rows(fk, not len(rh) or np.abs(rh).max() < TERM_GATE)
             if len(tr):
                 rs, js = np.concatenate([rs, tr]), np.concatenate([js, tj])
-        return _State(local, trans, held, fk, rh, jh, rs, js)
+        return _State(local, trans, held, fk, rh, jh, rs, js, above)
 
 
 def _prioritised_step(rh, jh, rs, js, lam):
@@ -589,13 +594,36 @@ def _prioritised_step(rh, jh, rs, js, lam):
     return step
 
 
+def _floor_step(state, soft, lam):
+    """The prioritised step from a _State (soft: the soft level's (rs, js), or none), with
+    every contact point above the floor that the step would take below it joining the hard
+    level, landing on the floor, and the step solved again, until it takes none below (at most
+    FLOOR_PASSES times). Without this the points would cross the floor, the hard level (the
+    floor rows they then get) would refuse the step, and the soft level would stall far from
+    what it can reach (a pelvis and head drawn down 10 cm, their pins soft, stopped 24-130 mm
+    short)."""
+    step = _prioritised_step(state.rh, state.jh, *soft, lam)
+    gap, rows = state.above
+    joined = np.zeros(len(gap), bool)
+    for _ in range(FLOOR_PASSES if len(gap) else 0):
+        crossing = ~joined & (gap + rows @ step < 0.0)
+        if not crossing.any():
+            break
+        joined |= crossing
+        step = _prioritised_step(np.concatenate([state.rh, gap[joined]]), np.concatenate([state.jh, rows[joined]]),
+                                 *soft, lam)
+    return step
+
+
 def _better(new_rh, new_rs, rh, rs):
     """Lexicographic acceptance with slack: while the hard level is off by more than _SLACK,
     only a step that improves it; once within, a step that improves the soft level without
-    taking the hard one beyond _SLACK, or improves the hard one without worsening the soft."""
+    taking the hard one beyond _SLACK, or improves the hard one without worsening the soft.
+    The slack counts the rows of either pose: a step can bring rows of its own (contact points
+    it takes under the floor), and with none before, no slack would let them be put back."""
     h, s = float(rh @ rh), float(rs @ rs)
     new_h, new_s = float(new_rh @ new_rh), float(new_rs @ new_rs)
-    slack = len(rh) * _SLACK ** 2
+    slack = max(len(rh), len(new_rh)) * _SLACK ** 2
     if h > slack:
         return new_h < h
     return (new_s < s and new_h <= slack) or (new_h < h and new_s <= s * (1 + 1e-9))
@@ -831,7 +859,7 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
         if state.held:   # release the held range components that this step would turn back inside
             held, rh, jh = _release(problem, state.held, state.rh, state.jh, soft, lam)
             state = replace(state, held=held, rh=rh, jh=jh)
-        step = _prioritised_step(state.rh, state.jh, *soft, lam)
+        step = _floor_step(state, soft, lam)
         longest = np.abs(step).max()
         if not np.isfinite(longest):
             lam *= 10.0
@@ -840,19 +868,19 @@ def _descend(problem, limits, state, iterations, damping, use_soft):
             if longest <= _MAX_TURN:
                 break
             lam *= 10.0
-            step = _prioritised_step(state.rh, state.jh, *soft, lam)
+            step = _floor_step(state, soft, lam)
             longest = np.abs(step).max()
         if longest > _MAX_TURN:
             step *= _MAX_TURN / longest
         moved = _stepped(problem, limits, state, step)
         accept = (_better(moved.rh, moved.rs, state.rh, state.rs) if use_soft
                   else float(moved.rh @ moved.rh) < float(state.rh @ state.rh))
-        slack = len(state.rh) * _SLACK ** 2
+        slack = max(len(state.rh), len(moved.rh)) * _SLACK ** 2
         if (not accept and use_soft and float(state.rh @ state.rh) <= slack < float(moved.rh @ moved.rh)
                 and float(moved.rs @ moved.rs) < float(state.rs @ state.rs)):
             # the soft level gained but the hard one drifted past the slack (the step keeps it
             # only to first order): one hard step from there puts it back, then judge again
-            again = _stepped(problem, limits, moved, _prioritised_step(moved.rh, moved.jh, *none, damping))
+            again = _stepped(problem, limits, moved, _floor_step(moved, none, damping))
             if _better(again.rh, again.rs, state.rh, state.rs):
                 moved, accept = again, True
         if accept:

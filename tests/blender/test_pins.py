@@ -40,7 +40,7 @@ _contacts = load_body_model(None).foot_contacts(np.zeros(10))
 
 
 def contact_heights(arm):
-    """World Z (6,) of both feet's heel, ball and toe points in the pose on screen."""
+    """World Z (14,) of both feet's contact points (heel, ball, toe, the soles' edges) in the pose on screen."""
     bridge = ext("com.bridge")
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
     fk = forward_kinematics(local, ext("com.bridge").rest_joints(arm), PARENTS, trans)

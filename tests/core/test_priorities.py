@@ -250,6 +250,33 @@ def test_contact_points_stay_above_the_floor(open_body, standing):
 
 
 
+@pytest.mark.parametrize("bend", [10.0, 20.0])
+def test_soft_targets_drawn_down_toward_a_floor_are_reached(open_body, bend):
+    """The pelvis and head drawn 10 cm down and 2 cm forward, soft (as a drag makes them), the
+    knees bent a little and the feet free but for the floor: a step would take the heels and
+    toes under it, so they must join the hard level within the step, or the solve refuses
+    every step that gains and stalls centimetres short (41 and 57 mm before)."""
+    from models.ik.cost import BodyParts
+
+    rest = open_body.rest_joints(np.zeros(10))
+    contacts = open_body.foot_contacts(np.zeros(10))
+    upright = forward_kinematics(np.tile(np.eye(3), (24, 1, 1)), rest, PARENTS, np.zeros(3))
+    floor = contacts.positions(upright)[:, 1].min()
+    local = np.tile(np.eye(3), (24, 1, 1))
+    for side in ("left", "right"):
+        local[JOINT_INDEX[f"{side}_knee"]] = Rotation.from_euler("x", bend, degrees=True).as_matrix()
+        local[JOINT_INDEX[f"{side}_hip"]] = Rotation.from_euler("x", -bend / 2, degrees=True).as_matrix()
+    start = forward_kinematics(local, rest, PARENTS, np.zeros(3))
+    trans = np.array([0.0, floor - contacts.positions(start)[:, 1].min(), 0.0])   # standing on the floor
+    effs = [Effector(j, P, tuple(upright.positions[JOINT_INDEX[j]] + [0.0, -0.1, 0.02]), soft=True)
+            for j in ("pelvis", "head")]
+    options = RefineOptions(floor=floor, contacts=contacts, body_parts=BodyParts.from_body(open_body, np.zeros(10)))
+    out = refine_pose(local, trans, rest, effs, options)
+    heights = contacts.positions(forward_kinematics(out.local_rot, rest, PARENTS, out.trans))[:, 1]
+    assert out.errors.max() < 1e-3 and out.misses == ()
+    assert heights.min() > floor - 1e-4
+
+
 def test_a_floor_the_pins_push_the_feet_through_is_reported_point_by_point(open_body, standing):
     """Both ankles pinned hard 3 cm into the floor, turned as they stand (so the feet cannot
     tip their points over it), no pin allowed to give way: pins and floor share the miss, and
@@ -269,7 +296,8 @@ def test_a_floor_the_pins_push_the_feet_through_is_reported_point_by_point(open_
     for name, depth in under.items():
         assert reported[name].error == pytest.approx(depth) and not reported[name].soft
         assert reported[name].describe() == f"{name} is {depth * 1000:.1f} mm below the floor"
-    assert set(contacts.names) == {f"{s} {p}" for s in ("left", "right") for p in ("heel", "ball", "toe")}
+    assert set(contacts.names) == {f"{s} {p}" for s in ("left", "right")
+                                   for p in ("heel", "ball", "toe", "sole inner", "sole outer", "toes inner", "toes outer")}
 
 def test_rotation_and_look_at_misses_are_in_degrees(standing):
     local, trans, rest, fk = standing
