@@ -315,10 +315,10 @@ def _floor_rows(contacts, floor, fk):
     may lift off it."""
     points = contacts.positions(fk)                                         # (K, 3)
     rows = np.zeros((len(points), 3 * NUM_JOINTS + 3))
-    for k, j in enumerate(contacts.joints):
-        lever = skew(points[k] - fk.positions)                              # (24, 3, 3): d p = -[p - p_a] w_a
-        rows[k, :3 * NUM_JOINTS] = (-lever[:, 1, :] * ANCESTOR[j][:, None]).ravel()
-        rows[k, 3 * NUM_JOINTS + 1] = 1.0
+    # a point's height under joint a's turn w: (w x (p - p_a)) . up = w . ((p - p_a) x up)
+    turn = np.cross(points[:, None] - fk.positions, [0.0, 1.0, 0.0]) * ANCESTOR[contacts.joints][..., None]
+    rows[:, :3 * NUM_JOINTS] = turn.reshape(len(points), -1)
+    rows[:, 3 * NUM_JOINTS + 1] = 1.0
     gap = points[:, 1] - floor
     low = gap < -FLOOR_ON
     return (gap[low], rows[low]), (gap[~low], rows[~low])
