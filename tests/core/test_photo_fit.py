@@ -127,6 +127,31 @@ def test_the_lifters_reading_weighs_beside_mediapipes(open_body):
     assert errors[0] < 20.0 and errors[1] > 1.5 * errors[0] and errors[2] < 40.0, errors
 
 
+def test_the_fit_starts_from_the_lifter_where_mediapipe_mirrors_an_arm(open_body, monkeypatch):
+    """MediaPipe's 3D puts an arm reaching away from the camera in front of the body instead
+    (its depth mirrored about the shoulder); the lifter reads it right. Fitted from both starts
+    and kept by the cost at the end, the fit ends far nearer the person than from the lift
+    alone, which the mirrored arm holds in a wrong valley."""
+    from models.core.rotations import matrix_to_axis_angle
+
+    camera = default_camera(1920, 1080)
+    aa = matrix_to_axis_angle(natural_pose())
+    aa[J["left_shoulder"]], aa[J["left_elbow"]] = [0, 1.2, -0.3], [0, -0.4, 0]
+    det, truth = scene(open_body, axis_angle_to_matrix(aa), camera)
+    assert truth[J["left_wrist"], 2] - truth[J["left_shoulder"], 2] < -0.4    # the wrist 40 cm further away
+    world = det.world.copy()
+    arm = [13, 15, 17, 19, 21]
+    world[arm, 2] = 2 * world[11, 2] - world[arm, 2]
+    det = detect.Detection(world=world, image_xy=det.image_xy, visibility=det.visibility, bbox=det.bbox)
+    rest = open_body.rest_joints(np.zeros(10))
+    both = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
+    monkeypatch.setattr(fit, "FIT_FROM_LIFTER", False)
+    lift_only = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
+    assert both.start.method == "lifter" and lift_only.start.method != "lifter"
+    errors = [1e3 * procrustes_error(f.joints, truth) for f in (both, lift_only)]
+    assert errors[0] < 0.6 * errors[1], errors
+
+
 @pytest.mark.parametrize("turn, tilt", [(0.8, 0.0), (-0.6, 0.3)])
 def test_the_head_follows_a_turned_head(open_body, turn, tilt):
     camera = default_camera(1920, 1080)
