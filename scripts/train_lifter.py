@@ -85,6 +85,9 @@ def main(argv=None):
     ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, bend=0.1)   # bent-over, reaching poses are few
     ap.add_argument("--width", type=int, default=512, help="hidden width (default 512)")
     ap.add_argument("--blocks", type=int, default=2, help="residual blocks (default 2)")
+    ap.add_argument("--landmark-spread", type=float, default=0.0,
+                    help="metres: each pose's keypoints moved this much (standard deviation) in their joint's frame, "
+                         "as a detector's idea of a joint's place differs from the body's (default 0)")
     args = ap.parse_args(argv)
     cfg = run_config(args, PRESETS)
     train_set, val = load_pose_data(ensure_data(args.data))
@@ -97,13 +100,13 @@ def main(argv=None):
 
     def batch_loss(gen):
         rot, rest = sample_batch(train_set, body, cfg["batch"], gen, augment)
-        pos, points = keypoint_points(rot, rest, *table)
+        pos, points = keypoint_points(rot, rest, *table, spread=args.landmark_spread, gen=gen)
         x, target = training_views(pos, points, gen, views)
         return mpjpe(model(x), target)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
     finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body, table, views),
-           dict(augment.record(), views=views.record()), before)
+           dict(augment.record(), views=views.record(), landmark_spread=args.landmark_spread), before)
 
 
 if __name__ == "__main__":

@@ -286,10 +286,11 @@ DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than t
 # labelled 3DHP photos, 112 and 86 mm on pictures rendered from m21 motion capture: weights
 # in inverse proportion to those errors squared give the lifter 0.53 and 0.63.
 LIFTER_SHARE = 0.5
-# Fit from the lifter's pose as well as from the lift, and keep the end that costs less: on the
-# labelled 3DHP photos PA-MPJPE 109.9 -> 86.4 mm (head 29.7 -> 23.7 deg); rendered m21 pictures
-# 71.2 -> 70.4 mm (held out), 70.7 -> 71.2 (tuning set)
-FIT_FROM_LIFTER = True
+# The starts a cold fit descends from, the end that costs less kept: "lift" (pose_from_detection)
+# and "lifter" (the lifter's joints; left out where it cannot lift the person). Both, against
+# the lift alone: on the labelled 3DHP photos PA-MPJPE 109.9 -> 86.4 mm (head 29.7 -> 23.7
+# deg); rendered m21 pictures 71.2 -> 70.4 mm (held out), 70.7 -> 71.2 (tuning set)
+FIT_STARTS = ("lift", "lifter")
 PRIOR_FLOOR = 0.3        # the share of POSE_PRIOR_WEIGHT left once the fit has settled: the
                          # largest of 0.1, 0.3, 0.5, 1 that still meets exact keypoints (the
                          # synthetic scene: 0.3 leaves 0.8 px median, 2.5 px p90; 0.5 4.3 px p90)
@@ -316,7 +317,8 @@ class ImageFit:
     camera the Camera; confident (24,) the joints the photo showed; keypoint_error_px (K,) each
     fitted keypoint's distance from its detection (NaN where not fitted) and keypoints (K,) the
     MediaPipe landmark numbers they stand for; box_diagonal_px the person's; start the PhotoPose
-    the kept descent started from (the lift, or the lifter's pose); iterations taken; notes."""
+    the kept descent started from (the lift, or the lifter's pose); iterations taken; cost the
+    end's cost the starts were compared by; notes."""
 
     local_rot: np.ndarray
     trans: np.ndarray
@@ -329,6 +331,7 @@ class ImageFit:
     box_diagonal_px: float
     start: PhotoPose
     iterations: int
+    cost: float = float("nan")
     notes: tuple = ()
 
 
@@ -356,10 +359,30 @@ def _lifter_pose(keyed, rest, lift):
                      targets=lift.targets)
 
 
+# MediaPipe's index points (19, 20) lie on the knuckles, not the finger tips: on pictures of the
+# open body they sat 9 cm from its index tip vertices, 2-3 cm from its hand joints (SMPL's hand
+# joint is the middle finger's knuckle). Body landmark -> (wrist, hand joint, middle finger tip).
+KNUCKLES = {"lindex": ("left_wrist", "left_hand", "lmiddle"), "rindex": ("right_wrist", "right_hand", "rmiddle")}
+KNUCKLE_SPREAD = 0.5     # the knuckles lie about half as far apart as the open fingers' tips
+
+
+def _knuckle_offset(body, shaped, rest_body, name):
+    """(3,) the index knuckle from the hand joint, rest pose: KNUCKLE_SPREAD of the step from
+    the middle finger's tip to the index finger's, across the hand (its part along the hand,
+    wrist to hand joint, taken out); zero where the body has no middle finger tip."""
+    wrist, hand, middle = KNUCKLES[name]
+    if middle not in body.landmarks:
+        return np.zeros(3)
+    along = unit(rest_body[JOINT_INDEX[hand]] - rest_body[JOINT_INDEX[wrist]])
+    step = shaped[body.landmarks[name]] - shaped[body.landmarks[middle]]
+    return KNUCKLE_SPREAD * (step - (step @ along) * along)
+
+
 def _body_points(rest, body, betas):
     """(AttachedPoints for KEYPOINTS' body points, keypoint rows kept): a joint is itself (no
     offset); a surface landmark follows the joint that moves its vertex most, at the offset it
-    has in the rest pose. A landmark the body file lacks (a user's SMPL file) is left out."""
+    has in the rest pose; an index knuckle (KNUCKLES) follows the hand joint. A landmark the
+    body file lacks (a user's SMPL file) is left out."""
     from ..core.kinematics import AttachedPoints
 
     shaped = rest_body = None
@@ -372,6 +395,9 @@ def _body_points(rest, body, betas):
         if name in JOINT_INDEX:
             joints.append(JOINT_INDEX[name])
             offsets.append(np.zeros(3))
+        elif shaped is not None and name in KNUCKLES and name in body.landmarks:
+            joints.append(JOINT_INDEX[KNUCKLES[name][1]])
+            offsets.append(_knuckle_offset(body, shaped, rest_body, name))
         elif shaped is not None and name in body.landmarks:
             v = body.landmarks[name]
             owner = int(np.argmax(body.weights[v]))
@@ -406,7 +432,7 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     ImageFit. body (a BodyModel, optional) and its betas give the surface points the face, heel,
     toe and finger keypoints stand for (without it only joints are fitted).
 
-    Two starts are fitted (FIT_FROM_LIFTER) and the one whose end costs less is kept (the
+    Two starts are fitted (FIT_STARTS) and the one whose end costs less is kept (the
     keypoints, the depth reading and the pose prior at their settled scales): today's lift
     (pose_from_detection: MediaPipe's 3D directions, turned into a pose by IK-GAT or SMPL-IK),
     turned as MediaPipe sees the person (its world landmarks keep the camera's axes), and the
@@ -455,7 +481,11 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
             keyed = _lifter_targets(detection, rest, camera, lifter)
         except SmplIkError:
             pass
-    starts = [start] if keyed is None or not FIT_FROM_LIFTER else [start, _lifter_pose(keyed, rest, start)]
+    starts = [start]
+    if not warm:
+        starts = [start] * ("lift" in FIT_STARTS) + \
+            [_lifter_pose(keyed, rest, start)] * ("lifter" in FIT_STARTS and keyed is not None)
+        starts = starts or [start]
     points, kept = _body_points(rest, body, betas)
     landmarks = np.array([KEYPOINTS[k][0] for k in kept])
     observed = np.asarray(detection.image_xy, dtype=np.float64)[landmarks]
@@ -579,7 +609,7 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         _, cost = total(end_err, end_extra[:, 3 * (NUM_JOINTS - 1):], robust)
         if best is None or cost[0] < best[0]:
             best = (cost[0], candidate, local, trans, err, taken)
-    _, start, local, trans, err, taken = best
+    cost, start, local, trans, err, taken = best
 
     fk = forward_kinematics(local, rest, PARENTS, trans)
     error_px = np.full(len(KEYPOINTS), np.nan)
@@ -588,7 +618,7 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     return ImageFit(local_rot=local, trans=trans, joints=fk.positions, projected=camera.project(fk.positions),
                     camera=camera, confident=start.confident, keypoint_error_px=error_px,
                     keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=start,
-                    iterations=taken)
+                    iterations=taken, cost=float(cost))
 
 
 def _warm_start(detection, rest, min_visibility, pose):

@@ -73,13 +73,17 @@ def _about(axis, angle):
     return axis_angle_to_matrix(vec)
 
 
-def keypoint_points(rot, rest, owners, offsets, size):
+def keypoint_points(rot, rest, owners, offsets, size, spread=0.0, gen=None):
     """(joints (B, 24, 3), keypoint points (B, K, 3)) of poses in the body's frame: each
     keypoint point rides on joint owners[k] at offsets[k] (rest pose, metres, for a body of
-    height `size`), scaled to each body's own height."""
+    height `size`), scaled to each body's own height. spread > 0 (metres) moves each pose's
+    keypoints by that standard deviation in their joint's frame (drawn with `gen`): where a
+    detector puts a shoulder or a hip on a person is only roughly where the joint is."""
     world, pos = fk(rot, rest)
     height = rest[:, :, 1].max(1).values - rest[:, :, 1].min(1).values
     scaled = offsets[None] * (height / size)[:, None, None]
+    if spread > 0:
+        scaled = scaled + spread * torch.randn((len(rot),) + tuple(offsets.shape), generator=gen)
     points = pos[:, owners] + torch.einsum("bkij,bkj->bki", world[:, owners], scaled)
     return pos, points
 

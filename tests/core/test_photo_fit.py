@@ -44,6 +44,14 @@ def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, s
     for lm, name in POINTS.items():
         points[lm] = out.posed_joints[J[name]] if name in J else out.vertices[open_body.landmarks[name]]
         vis[lm] = 0.95
+    knuckles, kept = fit._body_points(open_body.rest_joints(betas), open_body, betas)   # MediaPipe's index
+    from models.core.kinematics import forward_kinematics                               # points are knuckles
+    from models.core.skeleton import PARENTS
+
+    placed = knuckles.positions(forward_kinematics(local, open_body.rest_joints(betas), PARENTS, np.asarray(trans, float)))
+    for k, (lm, name, _) in zip(kept, [fit.KEYPOINTS[k] for k in kept]):
+        if name in fit.KNUCKLES:
+            points[lm] = placed[kept.index(k)]
     xy = camera.project(points)
     world = points - 0.5 * (points[23] + points[24])
     world[:, 2] += np.random.default_rng(seed).normal(scale=depth_noise, size=33)
@@ -127,16 +135,17 @@ def test_the_lifters_reading_weighs_beside_mediapipes(open_body):
     assert errors[0] < 20.0 and errors[1] > 1.5 * errors[0] and errors[2] < 40.0, errors
 
 
-def test_the_fit_starts_from_the_lifter_where_mediapipe_mirrors_an_arm(open_body, monkeypatch):
+@pytest.mark.parametrize("shoulder, elbow", [([0, 1.2, -0.3], [0, -0.4, 0]), ([0.3, 1.3, 0.0], [0, -0.3, 0])])
+def test_the_fit_keeps_the_start_whose_end_costs_less(open_body, monkeypatch, shoulder, elbow):
     """MediaPipe's 3D puts an arm reaching away from the camera in front of the body instead
-    (its depth mirrored about the shoulder); the lifter reads it right. Fitted from both starts
-    and kept by the cost at the end, the fit ends far nearer the person than from the lift
-    alone, which the mirrored arm holds in a wrong valley."""
+    (its depth mirrored about the shoulder); the lifter reads it right. The fit descends from
+    the lift and from the lifter's pose and keeps the end that costs less: its cost is the
+    lower of the two single-start fits', and its pose that fit's."""
     from models.core.rotations import matrix_to_axis_angle
 
     camera = default_camera(1920, 1080)
     aa = matrix_to_axis_angle(natural_pose())
-    aa[J["left_shoulder"]], aa[J["left_elbow"]] = [0, 1.2, -0.3], [0, -0.4, 0]
+    aa[J["left_shoulder"]], aa[J["left_elbow"]] = shoulder, elbow
     det, truth = scene(open_body, axis_angle_to_matrix(aa), camera)
     assert truth[J["left_wrist"], 2] - truth[J["left_shoulder"], 2] < -0.4    # the wrist 40 cm further away
     world = det.world.copy()
@@ -144,12 +153,17 @@ def test_the_fit_starts_from_the_lifter_where_mediapipe_mirrors_an_arm(open_body
     world[arm, 2] = 2 * world[11, 2] - world[arm, 2]
     det = detect.Detection(world=world, image_xy=det.image_xy, visibility=det.visibility, bbox=det.bbox)
     rest = open_body.rest_joints(np.zeros(10))
-    both = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
-    monkeypatch.setattr(fit, "FIT_FROM_LIFTER", False)
-    lift_only = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
-    assert both.start.method == "lifter" and lift_only.start.method != "lifter"
-    errors = [1e3 * procrustes_error(f.joints, truth) for f in (both, lift_only)]
-    assert errors[0] < 0.6 * errors[1], errors
+    fits = {}
+    for starts in (("lift", "lifter"), ("lift",), ("lifter",)):
+        monkeypatch.setattr(fit, "FIT_STARTS", starts)
+        fits[starts] = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
+    both, lift, lifter = fits.values()
+    assert lift.start.method != "lifter" and lifter.start.method == "lifter"
+    kept = min((lift, lifter), key=lambda f: f.cost)
+    assert both.cost == pytest.approx(kept.cost, rel=1e-9) and both.start.method == kept.start.method
+    assert np.allclose(both.joints, kept.joints)
+    errors = [1e3 * procrustes_error(f.joints, truth) for f in (lift, lifter)]
+    assert abs(errors[0] - errors[1]) > 10.0, errors     # where the descent starts matters here
 
 
 @pytest.mark.parametrize("turn, tilt", [(0.8, 0.0), (-0.6, 0.3)])
@@ -165,6 +179,24 @@ def test_the_head_follows_a_turned_head(open_body, turn, tilt):
     truth_dir, fit_dir = head_forward(truth_local), head_forward(result.local_rot)
     angle = np.degrees(np.arccos(np.clip(truth_dir @ fit_dir, -1, 1)))
     assert angle < 10.0, angle
+
+
+def test_mediapipes_index_points_stand_for_the_knuckles_not_the_finger_tips(open_body):
+    """MediaPipe marks the index finger's knuckle (19, 20): the fit's point for it lies across
+    the knuckles from the hand joint (the middle finger's), 1-3 cm toward the index finger's
+    side, and far short of the index tip."""
+    rest = open_body.rest_joints(np.zeros(10))
+    points, kept = fit._body_points(rest, open_body, np.zeros(10))
+    verts = open_body.shaped_vertices(np.zeros(10))
+    for name, (_, hand, middle) in fit.KNUCKLES.items():
+        row = [fit.KEYPOINTS[k][1] for k in kept].index(name)
+        assert points.joints[row] == J[hand]
+        knuckle = rest[J[hand]] + points.offsets[row]
+        assert 0.01 < np.linalg.norm(points.offsets[row]) < 0.03
+        tip, middle_tip = verts[open_body.landmarks[name]], verts[open_body.landmarks[middle]]
+        assert np.linalg.norm(tip - knuckle) > 0.06
+        assert np.linalg.norm(knuckle - tip) < np.linalg.norm(rest[J[hand]] - tip)   # toward the index side
+        assert np.linalg.norm(knuckle - middle_tip) > np.linalg.norm(rest[J[hand]] - middle_tip) - 0.005
 
 
 def test_too_few_keypoints_is_an_error(open_body):
