@@ -66,7 +66,8 @@ FORMAT_VERSION = 1       # bumped when a cached clip would no longer match what 
 class RenderOptions:
     """Which frames and how: the first source frame `start`, `frames` video frames at about
     `fps`, `resolution` (W, H) pixels, `engine` (a key of ENGINES), Cycles `samples`,
-    `threads` the renderer may use."""
+    `threads` the renderer may use, `azimuth` degrees to the body's left of its mean facing
+    the camera stands (frame_camera)."""
 
     start: int = 0
     frames: int = 150
@@ -75,11 +76,14 @@ class RenderOptions:
     engine: str = "WORKBENCH"
     samples: int = 8
     threads: int = 1
+    azimuth: float = AZIMUTH_DEG
 
     def key(self):
-        """What a cached clip must have been rendered with (everything but the threads)."""
-        return {"version": FORMAT_VERSION, "start": self.start, "frames": self.frames, "fps": self.fps,
-                "resolution": list(self.resolution), "engine": self.engine, "samples": self.samples}
+        """What a cached clip must have been rendered with (everything but the threads; the
+        azimuth where it is not the default, so clips rendered before it was a choice still count)."""
+        key = {"version": FORMAT_VERSION, "start": self.start, "frames": self.frames, "fps": self.fps,
+               "resolution": list(self.resolution), "engine": self.engine, "samples": self.samples}
+        return key if self.azimuth == AZIMUTH_DEG else dict(key, azimuth=self.azimuth)
 
 
 @dataclass(frozen=True)
@@ -124,17 +128,17 @@ def look_at(position, target, up=(0.0, 1.0, 0.0)):
     return np.stack([right, np.cross(back, right), back], axis=1)
 
 
-def frame_camera(points, facing, camera):
+def frame_camera(points, facing, camera, azimuth=AZIMUTH_DEG):
     """(rotation (3, 3), position (3,)) in the world (Y up) of a camera with the intrinsics of
     `camera` that sees all `points` (N, 3) MARGIN inside the picture: tilted TILT_DEG down,
-    AZIMUTH_DEG to the left of `facing` (3,), looking at the middle of the points' box, at the
+    `azimuth` degrees to the left of `facing` (3,), looking at the middle of the points' box, at the
     least distance that fits (bisection; projection shrinks as the camera backs away)."""
     from models.core.rotations import axis_angle_to_matrix, unit
 
     lo, hi = points.min(0), points.max(0)
     target = 0.5 * (lo + hi)
     flat = unit(np.array([facing[0], 0.0, facing[2]]))
-    flat = axis_angle_to_matrix(np.array([0.0, math.radians(AZIMUTH_DEG), 0.0])) @ flat
+    flat = axis_angle_to_matrix(np.array([0.0, math.radians(azimuth), 0.0])) @ flat
     tilt = math.radians(TILT_DEG)
     away = math.cos(tilt) * flat + np.array([0.0, math.sin(tilt), 0.0])
     rot = look_at(target + away, target)
@@ -201,7 +205,8 @@ def build_scene(bvh, options):
     floor = float(vertices[..., 1].min())
     camera = default_camera(*options.resolution)
     facing = np.einsum("tab,b->a", rot[:, 0], np.array([0.0, 0.0, 1.0]))
-    cam_rot, cam_pos = frame_camera(vertices[:, ::FIT_VERTEX_STEP].reshape(-1, 3), facing, camera)
+    cam_rot, cam_pos = frame_camera(vertices[:, ::FIT_VERTEX_STEP].reshape(-1, 3), facing, camera,
+                                    options.azimuth)
 
     feet = joints[:, [JOINT_INDEX[n] for n in FOOT_JOINTS]]
     local = rot.copy()

@@ -3,12 +3,12 @@ on the open body (scripts/render_motion_video.py), each a PNG, with a labels.jso
 ../shared/data/images/labelled/README.md says for the 3dhp/ set.
 
     python scripts/render_photo_set.py CLIP.bvh [CLIP.bvh ...] --out DIR [--frames 12]
-        [--fps 2] [--start 30] [--resolution 1280 720] [--engine WORKBENCH|CYCLES|EEVEE]
+        [--fps 2] [--start 30] [--resolution 1280 720] [--engine WORKBENCH|CYCLES|EEVEE] [--azimuth 30]
 
 Each clip gives --frames pictures at about --fps from source frame --start (a few a second:
 poses that differ), seen as render_motion_video sees them: the camera still, tilted down, from
-three-quarters, with the lens models.photo.camera.default_camera assumes for the picture's
-size. The labels per picture (`image` DIR/<clip>_<n>.png): `joints_3d_camera_m` and
+three-quarters (--azimuth degrees to the body's left of its mean facing), with the lens
+models.photo.camera.default_camera assumes for the picture's size. The labels per picture (`image` DIR/<clip>_<n>.png): `joints_3d_camera_m` and
 `joints_2d_px` of SMPL's 24 joints (their names) and the open body's nose, left_ear,
 right_ear (its face landmarks) and head_top (the rest mesh's highest vertex), in OpenCV's
 camera axes (x right, y down, z forward); the person's box `bbox_center_px`,
@@ -92,7 +92,7 @@ def render_set(clips, out, options):
 
 
 def main(argv=None):
-    from render_motion_video import ENGINES, RenderOptions
+    from render_motion_video import AZIMUTH_DEG, ENGINES, RenderOptions
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("clips", nargs="+", type=Path, help="BVH clips")
@@ -102,9 +102,11 @@ def main(argv=None):
     ap.add_argument("--start", type=int, default=30, help="first source frame (default 30)")
     ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
     ap.add_argument("--engine", choices=sorted(ENGINES), default="WORKBENCH", help="render engine (default WORKBENCH)")
+    ap.add_argument("--azimuth", type=float, default=AZIMUTH_DEG,
+                    help=f"degrees to the body's left of its mean facing the camera stands (default {AZIMUTH_DEG:g})")
     args = ap.parse_args(argv)
     options = RenderOptions(start=args.start, frames=args.frames, fps=args.fps,
-                            resolution=tuple(args.resolution), engine=args.engine)
+                            resolution=tuple(args.resolution), engine=args.engine, azimuth=args.azimuth)
     frames, failures = render_set(args.clips, args.out, options)
     for failure in failures:
         print(failure)

@@ -144,6 +144,19 @@ def test_the_camera_frames_every_point_tightly(rng):
     assert slack.min() < 0.5                            # some side touches the margin: no nearer camera fits
 
 
+@pytest.mark.parametrize("azimuth", [rmv.AZIMUTH_DEG, -90.0, 150.0])
+def test_the_camera_stands_azimuth_degrees_to_the_bodys_left(rng, azimuth):
+    camera = default_camera(1280, 720)
+    points = rng.normal(size=(200, 3)) * [0.3, 0.8, 0.3] + [0.0, 0.9, 0.0]
+    facing = np.array([1.0, 0.0, 0.0])                   # the body faces +X; its left is -Z
+    rot, position = rmv.frame_camera(points, facing, camera, azimuth)
+    flat = (position - 0.5 * (points.min(0) + points.max(0)))[[0, 2]]
+    angle = np.degrees(np.arctan2(-flat[1], flat[0]))    # from the facing toward the left
+    assert angle == pytest.approx(azimuth, abs=1e-6)
+    options = rmv.RenderOptions(azimuth=azimuth)
+    assert ("azimuth" in options.key()) == (azimuth != rmv.AZIMUTH_DEG)   # older caches still count
+
+
 def test_a_foot_is_in_contact_where_it_is_low_and_slow():
     fps = 30.0
     feet = np.zeros((12, 2, 3))
