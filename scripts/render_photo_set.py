@@ -3,14 +3,16 @@ on the open body (scripts/render_motion_video.py), each a PNG, with a labels.jso
 ../shared/data/images/labelled/README.md says for the 3dhp/ set.
 
     python scripts/render_photo_set.py CLIP.bvh [CLIP.bvh ...] --out DIR [--frames 12]
-        [--fps 2] [--start 30] [--resolution 1280 720] [--engine WORKBENCH|CYCLES|EEVEE] [--azimuth 30]
+        [--fps 2] [--start 30] [--resolution 1280 720] [--engine WORKBENCH|CYCLES|EEVEE]
+        [--azimuth 30 [DEG ...]]
 
 Each clip gives --frames pictures at about --fps from source frame --start (a few a second:
 poses that differ), seen as render_motion_video sees them: the camera still, tilted down, from
-three-quarters (--azimuth degrees to the body's left of its mean facing), with the lens
-models.photo.camera.default_camera assumes for the picture's size. The labels per picture (`image` DIR/<clip>_<n>.png): `joints_3d_camera_m` and
-`joints_2d_px` of SMPL's 24 joints (their names) and the open body's nose, left_ear,
-right_ear (its face landmarks) and head_top (the rest mesh's highest vertex), in OpenCV's
+three-quarters (--azimuth degrees to the body's left of its mean facing; with several, every
+clip from each, the pictures then named <clip>_az<degrees>_<n>.png), with the lens
+models.photo.camera.default_camera assumes for the picture's size. The labels per picture
+(`image` its file name): `joints_3d_camera_m` and `joints_2d_px` of SMPL's 24 joints (their
+names) and the open body's nose, left_ear, right_ear (its face landmarks) and head_top (the rest mesh's highest vertex), in OpenCV's
 camera axes (x right, y down, z forward); the person's box `bbox_center_px`,
 `bbox_scale_200px`: a square 1.2 times the labelled points' larger extent, as 3DHP's boxes
 are. The rendered videos are kept in DIR/clips (a rerun with the same options reuses them).
@@ -52,8 +54,12 @@ def frame_labels(truth, t, body, crown):
     return points, truth.camera.project(points)
 
 
-def render_set(clips, out, options):
-    """Render `clips` (paths) into the folder `out`; returns (labels' frames, failures)."""
+def render_set(clips, out, options, azimuths=None):
+    """Render `clips` (paths) into the folder `out`, seen from each of `azimuths` (degrees;
+    None: options.azimuth alone, the pictures named <clip>_<n>.png; several: each view's named
+    <clip>_az<degrees>_<n>.png); returns (labels' frames, failures)."""
+    from dataclasses import replace
+
     import cv2
     from render_motion_video import render_clip
 
@@ -65,10 +71,14 @@ def render_set(clips, out, options):
         raise SmplIkError(f"the open body has no {', '.join(missing)} landmark")
     crown = int(np.argmax(body.v_template[:, 1]))
     frames, failures = [], []
-    for clip in clips:
+    views = [(clip, None) for clip in clips] if azimuths is None else \
+        [(clip, float(a)) for clip in clips for a in azimuths]
+    for clip, azimuth in views:
         clip = Path(clip)
+        stem = clip.stem if azimuth is None else f"{clip.stem}_az{azimuth:g}"
         try:
-            truth = render_clip(clip, out / "clips" / f"{clip.stem}.mp4", options)
+            seen = options if azimuth is None else replace(options, azimuth=azimuth)
+            truth = render_clip(clip, out / "clips" / f"{stem}.mp4", seen)
             video = cv2.VideoCapture(str(truth.video))
             try:
                 for t in range(len(truth.frames)):
@@ -76,7 +86,7 @@ def render_set(clips, out, options):
                     if not ok:
                         raise SmplIkError(f"{truth.video}: frame {t} cannot be read back")
                     points, pixels = frame_labels(truth, t, body, crown)
-                    name = f"{clip.stem}_{t:03d}.png"
+                    name = f"{stem}_{t:03d}.png"
                     with atomic_path(out / name) as partial:
                         if not cv2.imwrite(partial, image):
                             raise SmplIkError(f"{out / name}: cannot be written")
@@ -102,12 +112,13 @@ def main(argv=None):
     ap.add_argument("--start", type=int, default=30, help="first source frame (default 30)")
     ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
     ap.add_argument("--engine", choices=sorted(ENGINES), default="WORKBENCH", help="render engine (default WORKBENCH)")
-    ap.add_argument("--azimuth", type=float, default=AZIMUTH_DEG,
-                    help=f"degrees to the body's left of its mean facing the camera stands (default {AZIMUTH_DEG:g})")
+    ap.add_argument("--azimuth", type=float, nargs="+", default=[AZIMUTH_DEG], metavar="DEG",
+                    help=f"degrees to the body's left of its mean facing the camera stands; several: every clip "
+                         f"from each (default {AZIMUTH_DEG:g})")
     args = ap.parse_args(argv)
     options = RenderOptions(start=args.start, frames=args.frames, fps=args.fps,
-                            resolution=tuple(args.resolution), engine=args.engine, azimuth=args.azimuth)
-    frames, failures = render_set(args.clips, args.out, options)
+                            resolution=tuple(args.resolution), engine=args.engine, azimuth=args.azimuth[0])
+    frames, failures = render_set(args.clips, args.out, options, args.azimuth if len(args.azimuth) > 1 else None)
     for failure in failures:
         print(failure)
     if frames:

@@ -56,3 +56,32 @@ def test_pictures_and_labels_of_a_walk_that_the_benchmark_reads(tmp_path):
             u, v = np.round(pixels[names.index(name)]).astype(int)
             b, g, r = image[v, u].astype(int)
             assert r > b + 8, (frame.image.name, name, (r, g, b))
+
+
+@pytest.mark.skipif(not WALK.is_file(), reason=f"the shared motion capture ({WALK.parent}) is absent")
+@pytest.mark.skipif(importlib.util.find_spec("bpy") is None or importlib.util.find_spec("cv2") is None,
+                    reason="bpy or OpenCV is not installed (requirements.txt, requirements-photo.txt)")
+def test_several_azimuths_picture_the_same_poses_from_each_side(tmp_path):
+    """--azimuth 30 -90: each of 3 frames pictured from both sides, named by view; the same pose in
+    both (its joints' distances from each other agree), seen from 120 degrees apart about the
+    vertical (the hips' left-to-right direction turned by that much)."""
+    out = tmp_path / "set"
+    done = subprocess.run([PYTHON, str(ROOT / "scripts" / "render_photo_set.py"), str(WALK), "--out", str(out),
+                           "--frames", "3", "--resolution", "160", "120", "--azimuth", "30", "-90"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    labels = json.loads((out / "labels.json").read_text())
+    stem = "m21_data_content_walk"
+    assert [f["image"] for f in labels["frames"]] == [f"{stem}_az{a}_{n:03d}.png" for a in (30, -90) for n in range(3)]
+    assert all((out / f["image"]).is_file() for f in labels["frames"])
+    names = labels["joint_names"]
+    for n in range(3):
+        a, b = (np.array(labels["frames"][k]["joints_3d_camera_m"])[:24] for k in (n, n + 3))
+        np.testing.assert_allclose(np.linalg.norm(a[:, None] - a[None], axis=-1),
+                                   np.linalg.norm(b[:, None] - b[None], axis=-1), atol=1e-6)
+        across = [x[names.index("left_hip")] - x[names.index("right_hip")] for x in (a, b)]
+        # OpenCV axes: y down; the camera is tilted alike in both views, so compare in the floor's
+        # plane as the camera sees it (x and z), where a turn of the view turns the hips' direction
+        angles = [np.degrees(np.arctan2(v[2], v[0])) for v in across]
+        turn = (angles[1] - angles[0] + 180.0) % 360.0 - 180.0
+        assert abs(abs(turn) - 120.0) < 12.0, turn
