@@ -288,8 +288,8 @@ DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than t
 LIFTER_SHARE = 0.5
 # The starts a cold fit descends from, the end that costs less kept: "lift" (pose_from_detection)
 # and "lifter" (the lifter's joints; left out where it cannot lift the person). Both, against
-# the lift alone: on the labelled 3DHP photos PA-MPJPE 109.9 -> 86.4 mm (head 29.7 -> 23.7
-# deg); rendered m21 pictures 71.2 -> 70.4 mm (held out), 70.7 -> 71.2 (tuning set)
+# the lift alone: PA-MPJPE on the labelled 3DHP photos 110.9 -> 88.0 mm, on m21 motion capture
+# pictured from five sides (scripts/render_photo_set.py, 276 pictures) 78.1 -> 74.5 mm
 FIT_STARTS = ("lift", "lifter")
 # MediaPipe's 3D face (nose and ears, about its head) as a depth reading of the head's turn, this
 # many times the joints' weight: in profile the face's keypoints in the image hardly tell how
@@ -445,8 +445,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     lifter's joints turned into a pose by IK-GAT (where the lifter can lift the person). A
     limb one reading puts on the wrong side in depth holds a descent from that start in a
     wrong valley; the keypoints alone cannot tell the two apart. Each start is moved to where
-    its projection best matches the keypoints. Then a damped Gauss-Newton descent (finite-difference Jacobian, every joint's rotation, the root's
-    rotation and its 3D translation, depth included) minimises
+    its projection best matches the keypoints. Then a damped Gauss-Newton descent
+    (finite-difference Jacobian, every joint's rotation, the root's rotation and its 3D
+    translation, depth included) minimises
     - each keypoint's distance in the image from its detection, over the person's box diagonal,
       weighted by the detector's visibility and by a robust Cauchy weight (a keypoint off by
       ROBUST_SCALE of the diagonal counts half, so one wrong keypoint cannot drag the body), and

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
 from models.core.metrics import procrustes_error
-from models.core.rotations import axis_angle_to_matrix, unit
+from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, unit
 from models.core.skeleton import JOINT_INDEX as J
+from models.core.skeleton import PARENTS
 from models.photo import detect, fit
 from models.photo.camera import Camera, default_camera
 
@@ -44,14 +46,14 @@ def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, s
     for lm, name in POINTS.items():
         points[lm] = out.posed_joints[J[name]] if name in J else out.vertices[open_body.landmarks[name]]
         vis[lm] = 0.95
-    knuckles, kept = fit._body_points(open_body.rest_joints(betas), open_body, betas)   # MediaPipe's index
-    from models.core.kinematics import forward_kinematics                               # points are knuckles
-    from models.core.skeleton import PARENTS
-
-    placed = knuckles.positions(forward_kinematics(local, open_body.rest_joints(betas), PARENTS, np.asarray(trans, float)))
-    for k, (lm, name, _) in zip(kept, [fit.KEYPOINTS[k] for k in kept]):
+    # MediaPipe's index points are the knuckles, where the fit's body points put them
+    rest = open_body.rest_joints(betas)
+    fitted, kept = fit._body_points(rest, open_body, betas)
+    placed = fitted.positions(forward_kinematics(local, rest, PARENTS, np.asarray(trans, float)))
+    for row, k in enumerate(kept):
+        lm, name, _ = fit.KEYPOINTS[k]
         if name in fit.KNUCKLES:
-            points[lm] = placed[kept.index(k)]
+            points[lm] = placed[row]
     xy = camera.project(points)
     world = points - 0.5 * (points[23] + points[24])
     world[:, 2] += np.random.default_rng(seed).normal(scale=depth_noise, size=33)
@@ -74,9 +76,6 @@ def agreeing(det):
 def head_forward(local):
     """The head's forward direction: its world rotation (forward kinematics of local rotations
     (24, 3, 3)) applied to the body's forward, +Z."""
-    from models.core.kinematics import forward_kinematics
-    from models.core.skeleton import PARENTS
-
     return forward_kinematics(local, np.zeros((24, 3)), PARENTS).rotations[J["head"]] @ [0, 0, 1.0]
 
 
@@ -112,9 +111,6 @@ def test_the_fit_beats_the_lift_when_mediapipe_depth_is_poor(open_body):
     det, truth = scene(open_body, natural_pose(), camera, depth_noise=0.08, seed=3)
     rest = open_body.rest_joints(np.zeros(10))
     result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
-    from models.core.kinematics import forward_kinematics
-    from models.core.skeleton import PARENTS
-
     lift = forward_kinematics(result.start.local_rot, rest, PARENTS, result.start.trans).positions
     lift_px = np.linalg.norm(camera.project(lift - lift[0] + result.joints[0]) - camera.project(truth), axis=1)
     fit_px = np.linalg.norm(result.projected - camera.project(truth), axis=1)
@@ -141,7 +137,6 @@ def test_the_fit_keeps_the_start_whose_end_costs_less(open_body, monkeypatch, sh
     (its depth mirrored about the shoulder); the lifter reads it right. The fit descends from
     the lift and from the lifter's pose and keeps the end that costs less: its cost is the
     lower of the two single-start fits', and its pose that fit's."""
-    from models.core.rotations import matrix_to_axis_angle
 
     camera = default_camera(1920, 1080)
     aa = matrix_to_axis_angle(natural_pose())
@@ -236,9 +231,6 @@ def test_too_few_keypoints_is_an_error(open_body):
 def test_a_scene_stands_people_on_the_floor_and_keeps_the_overlay(open_body):
     """Two people on one floor seen by a camera tilted 15 degrees down: placed on one floor with
     the camera's tilt found, through the placed camera each projects where the fit put them."""
-    from models.core.kinematics import forward_kinematics
-    from models.core.skeleton import PARENTS
-
     camera = default_camera(1920, 1080)
     tilt = axis_angle_to_matrix(np.array([np.radians(15.0), 0.0, 0.0]))   # the camera looks down: people lean back in its frame
     rest = open_body.rest_joints(np.zeros(10))
@@ -275,9 +267,6 @@ def test_a_person_bent_forward_leaves_a_level_camera_level(open_body):
     rest = open_body.rest_joints(np.zeros(10))
     result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
     assert np.degrees(np.arccos((result.local_rot[0] @ [0, 1.0, 0])[1])) > 35.0   # the pelvis is bent
-    from models.core.kinematics import forward_kinematics
-    from models.core.skeleton import PARENTS
-
     truth = forward_kinematics(local, rest, PARENTS).positions     # the rest legs are not quite plumb
     shins = sum(unit(truth[J[f"{s}_knee"]] - truth[J[f"{s}_ankle"]]) for s in ("left", "right"))
     lean = np.degrees(np.arccos(unit(shins)[1]))
