@@ -255,12 +255,17 @@ def pose_from_detection(detection, rest, min_visibility=0.5):
                                        SolveOptions(refine=RefineOptions(give_way=False, balance=False)))
         local_rot, trans = solution.local_rot, np.asarray(solution.trans, dtype=np.float64)
         method = "smplik"
-    posed = forward_kinematics(local_rot, rest, PARENTS, trans).positions
-    shift = np.array([-posed[0, 0],
-                      rest[list(FOOT_JOINTS), 1].min() - posed[list(FOOT_JOINTS), 1].min(),
-                      -posed[0, 2]])
+    shift = _to_the_origin(local_rot, trans, rest)
     return PhotoPose(local_rot=local_rot, trans=trans + shift, method=method,
                      confident=confident, targets=targets + shift)
+
+
+def _to_the_origin(local_rot, trans, rest):
+    """(3,) the move that stands a pose at the origin: its pelvis at x = z = 0 and its lowest
+    ankle or foot joint at the rest pose's lowest ankle or foot height."""
+    posed = forward_kinematics(local_rot, rest, PARENTS, trans).positions
+    feet = list(FOOT_JOINTS)
+    return np.array([-posed[0, 0], rest[feet, 1].min() - posed[feet, 1].min(), -posed[0, 2]])
 
 
 # --- the camera-matched fit ------------------------------------------------------------------
@@ -358,11 +363,8 @@ def _lifter_pose(keyed, rest, lift):
 
     local_rot = load_ikgat()(keyed, rest)
     trans = keyed[0] - rest[0]
-    posed = forward_kinematics(local_rot, rest, PARENTS, trans).positions
-    feet = list(FOOT_JOINTS)
-    shift = np.array([-posed[0, 0], rest[feet, 1].min() - posed[feet, 1].min(), -posed[0, 2]])
-    return PhotoPose(local_rot=local_rot, trans=trans + shift, method="lifter", confident=lift.confident,
-                     targets=lift.targets)
+    return PhotoPose(local_rot=local_rot, trans=trans + _to_the_origin(local_rot, trans, rest), method="lifter",
+                     confident=lift.confident, targets=lift.targets)
 
 
 # MediaPipe's index points (19, 20) lie on the knuckles, not the finger tips: on pictures of the
@@ -491,10 +493,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         except SmplIkError:
             pass
     starts = [start]
-    if not warm:
-        starts = [start] * ("lift" in FIT_STARTS) + \
-            [_lifter_pose(keyed, rest, start)] * ("lifter" in FIT_STARTS and keyed is not None)
-        starts = starts or [start]
+    if "lifter" in FIT_STARTS and keyed is not None:   # never in a warm start: keyed is None there
+        lifted_start = _lifter_pose(keyed, rest, start)
+        starts = [start, lifted_start] if "lift" in FIT_STARTS else [lifted_start]
     points, kept = _body_points(rest, body, betas)
     landmarks = np.array([KEYPOINTS[k][0] for k in kept])
     observed = np.asarray(detection.image_xy, dtype=np.float64)[landmarks]
@@ -625,9 +626,8 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         local, trans, err, taken = descend(local, trans, 1, int(iterations))
         # the starts' ends compared at the settled scales, without the pull toward each one's
         # own start: how well the keypoints, the depth readings and the pose prior are met
-        settled = int(iterations) + 1000
-        end_err, end_extra = residuals(local[None], trans[None], pose_scale_at(settled))
-        robust = 1.0 / (1.0 + (np.linalg.norm(end_err[0], axis=1) / robust_scale_at(settled)) ** 2)
+        end_err, end_extra = residuals(local[None], trans[None], pose_scale_at(np.inf))   # the scales
+        robust = 1.0 / (1.0 + (np.linalg.norm(end_err[0], axis=1) / robust_scale_at(np.inf)) ** 2)  # ease to
         _, cost = total(end_err, end_extra[:, 3 * (NUM_JOINTS - 1):], robust)
         if best is None or cost[0] < best[0]:
             best = (cost[0], candidate, local, trans, err, taken)
