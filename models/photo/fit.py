@@ -472,8 +472,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     start: None (the lift above), or a pose (local_rot (24, 3, 3), trans (3,)) in the camera's
     frame to start from instead, such as the fit of a video's previous frame (a warm start):
     no lift is solved, the prior pulls toward that pose, the depth term toward this
-    detection's own 3D landmarks (body_targets; the lifter is not run) and the robust scale
-    starts narrow, so a few `iterations` (the most descent steps taken) suffice. The
+    detection's own readings (its 3D landmarks as body_targets, and the lifter's, as a cold
+    fit's) and the robust scale starts narrow, so a few `iterations` (the most descent steps
+    taken) suffice. The
     ImageFit's `start` is then a PhotoPose of method "warm" (that pose, and the detection's
     targets put at its pelvis).
 
@@ -487,13 +488,12 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     start = _warm_start(detection, rest, min_visibility, start) if warm else \
         pose_from_detection(detection, rest, min_visibility)
     keyed = None
-    if not warm:   # the lifter's reading, where it can lift this person
-        try:
-            keyed = _lifter_targets(detection, rest, camera, lifter)
-        except SmplIkError:
-            pass
+    try:   # the lifter's reading, where it can lift this person
+        keyed = _lifter_targets(detection, rest, camera, lifter)
+    except SmplIkError:
+        pass
     starts = [start]
-    if "lifter" in FIT_STARTS and keyed is not None:   # never in a warm start: keyed is None there
+    if "lifter" in FIT_STARTS and keyed is not None and not warm:   # a warm start is its only start
         lifted_start = _lifter_pose(keyed, rest, start)
         starts = [start, lifted_start] if "lift" in FIT_STARTS else [lifted_start]
     points, kept = _body_points(rest, body, betas)

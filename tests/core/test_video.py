@@ -249,10 +249,9 @@ def test_bad_files_are_named_errors(tmp_path):
 def test_warm_start_lands_where_the_cold_fit_does():
     """fit_to_image warm-started from its own cold fit of the same photo stays on it: a few
     steps, its keypoints as close to the detector's (within half a pixel, median), the pose
-    (joints about the pelvis) within 5 cm across the camera's ray and 8 cm along it, and the
-    body's place within 5 cm. Along the ray, which one photo shows least, the warm steps read
-    depth from MediaPipe alone and the cold fit from MediaPipe and the lifter, and may have
-    kept the descent from the lifter's pose: a hand moves about 6 cm in depth here."""
+    (joints about the pelvis) within 3 cm, along the camera's ray too (which one photo shows
+    least: the warm steps read depth as the cold fit does, from MediaPipe and the lifter; from
+    MediaPipe alone a hand moved about 6 cm along it here), and the body's place within 5 cm."""
     needs_video()
     from models.body.model import load_body_model
     from models.photo.camera import default_camera
@@ -269,7 +268,7 @@ def test_warm_start_lands_where_the_cold_fit_does():
     assert warm.iterations <= 3 and warm.start.method == "warm"
     assert np.nanmedian(warm.keypoint_error_px) < np.nanmedian(cold.keypoint_error_px) + 0.5
     pose = (warm.joints - warm.joints[0]) - (cold.joints - cold.joints[0])
-    assert np.abs(pose[:, :2]).max() < 0.05 and np.abs(pose[:, 2]).max() < 0.08
+    assert np.abs(pose).max() < 0.03
     assert np.linalg.norm(warm.joints[0] - cold.joints[0]) < 0.05
 
 
