@@ -29,10 +29,13 @@ pose refined as the add-on solves:
                  mpjpe_aligned_mm (pelvis-aligned), pa_mpjpe_mm (after the best similarity
                  transform) and by_count (3-4 / 5-8 / 9-12 / 13-16, aligned), for
                  deterministic (the network's answer), natural (the flow's latent origin),
-                 best_of_8 (the nearest of 8 samples, SmplIk.sample's default spread: the
-                 hypotheses head's where it is shipped, as the add-on's Alternatives), mean_of_8
-                 (a sample's mean error), best_of_8_principal (spread "principal") and
-                 best_of_8_random (the nearest of 8 latents drawn at random, spread "random");
+                 best_of_8 (the nearest of 8 samples, SmplIk.sample's default spread: "mixed",
+                 the hypotheses head's and the pose library's, where both are shipped, as the
+                 add-on's Alternatives), mean_of_8 (a sample's mean error),
+                 best_of_8_hypotheses (the head's alone, spread "hypotheses"),
+                 best_of_8_library (the library's alone), best_of_8_principal (spread
+                 "principal") and best_of_8_random (the nearest of 8 latents drawn at random,
+                 spread "random");
                  deterministic and natural also give mpjpe_aligned_mm_network, unrefined
   smplik_6pt_natural  the natural pose on the six points, unrefined (as smplik_6pt)
   smplik_alternatives  8 samples per protocol pose: apd_mm, their mean pairwise distance
@@ -317,7 +320,10 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
     reference = Segments.from_body(body)
     zero_rest = body.rest_joints(np.zeros(10))
     prior = (net.flow.prior_mean, net.flow.prior_std)
-    names = ("deterministic", "natural", "best_of_8", "mean_of_8", "best_of_8_principal", "best_of_8_random")
+    kinds = [k for k, there in (("hypotheses", net.hypotheses is not None), ("library", net.library_path is not None),
+                                ("principal", True)) if there]   # the spreads these weights have, beside the default
+    names = ("deterministic", "natural", "best_of_8", "mean_of_8", *(f"best_of_8_{k}" for k in kinds),
+             "best_of_8_random")
     aligned = {m: [] for m in names}
     pa = {m: [] for m in names}
     network_aligned = {"deterministic": [], "natural": []}
@@ -348,10 +354,11 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
         alt_pa = [procrustes_error(p, g) for p in alt_pos]
         pa["best_of_8"].append(min(alt_pa))
         pa["mean_of_8"].append(np.mean(alt_pa))
-        along = np.stack([a.positions for a in net.sample(effs, r, count=samples, seed=ALTERNATIVES_SEED,
-                                                          spread="principal")])
-        aligned["best_of_8_principal"].append(aligned_error(along, g).min())
-        pa["best_of_8_principal"].append(min(procrustes_error(p, g) for p in along))
+        for kind in kinds:
+            along = np.stack([a.positions for a in net.sample(effs, r, count=samples, seed=ALTERNATIVES_SEED,
+                                                              spread=kind)])
+            aligned[f"best_of_8_{kind}"].append(aligned_error(along, g).min())
+            pa[f"best_of_8_{kind}"].append(min(procrustes_error(p, g) for p in along))
         drawn = np.stack([a.positions for a in net.sample(effs, r, count=samples, seed=n, spread="random")])
         aligned["best_of_8_random"].append(aligned_error(drawn, g).min())
         pa["best_of_8_random"].append(min(procrustes_error(p, g) for p in drawn))

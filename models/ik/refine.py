@@ -633,12 +633,20 @@ def effector_errors(effectors, local_rot, trans, rest):
     """Per effector, unweighted: metres (position), radians (rotation: the geodesic angle;
     look-at: the angle between the joint's axis and the direction to the target)."""
     fk = forward_kinematics(local_rot, rest, PARENTS, trans)
+    return posed_effector_errors(effectors, fk.rotations, fk.positions)
+
+
+def posed_effector_errors(effectors, world, positions):
+    """effector_errors of poses given as world rotations (..., 24, 3, 3) and joint positions
+    (..., 24, 3): (..., E)."""
     t = _Targets(effectors)
+    batch = np.shape(positions)[:-2]
     if not len(t):
-        return np.zeros(0)
-    r = np.linalg.norm(_residuals(t, fk.rotations, fk.positions, False)[0].reshape(-1, 3), axis=1) / t.weight
+        return np.zeros(batch + (0,))
+    r = _residuals(t, world, positions, False)[0].reshape(batch + (len(t), 3))
+    r = np.linalg.norm(r, axis=-1) / t.weight
     chord = t.kind == LOOK_AT                            # |u - v| of unit vectors is 2 sin(angle / 2)
-    r[chord] = 2 * np.arcsin(np.clip(r[chord] / 2, 0.0, 1.0))
+    r[..., chord] = 2 * np.arcsin(np.clip(r[..., chord] / 2, 0.0, 1.0))
     return r
 
 

@@ -26,6 +26,7 @@ from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
+from .library import DEFAULT_LIBRARY, PoseLibrary
 from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
 from .refine import RefineOptions, arm_in_body, effector_errors, past_range, planted_feet, refine_many, refine_pose
 
@@ -238,21 +239,24 @@ class SmplIk:
     two answers are averaged, so mirrored effectors give exactly the mirrored pose (and the
     held-out error drops by about 1 mm, 5%, at twice the network's cost; docs/learned_ik.md)."""
 
-    def __init__(self, params, config, symmetric=True, flow=None, hypotheses=None):
+    def __init__(self, params, config, symmetric=True, flow=None, hypotheses=None, library_path=None):
         self.config = config
         self.symmetric = symmetric
         self.flow = flow
         self.hypotheses = hypotheses
+        self.library_path = library_path
         self.p = fold_norms(params, block_norm_pairs(config["blocks"]) + [("out_norm", "out")])
 
     @classmethod
     def load(cls, path=DEFAULT_WEIGHTS, symmetric=True, flow_path=DEFAULT_FLOW_WEIGHTS,
-             hypotheses_path=DEFAULT_HYPOTHESES_WEIGHTS):
+             hypotheses_path=DEFAULT_HYPOTHESES_WEIGHTS, library_path=DEFAULT_LIBRARY):
         """flow_path: the generative weights (`flow.py`), loaded when the file exists (None:
         none) and was trained over these weights (the shipped flow is left out for others; a
         flow_path you name that does not fit is refused); without a flow only
         mode="deterministic" solves. hypotheses_path: the hypotheses head (`hypotheses.py`),
-        loaded alike; without it `sample` spreads along the flow's principal directions."""
+        loaded alike; without it `sample` spreads along the flow's principal directions.
+        library_path: the pose library (`library.py`; None: none), read on the first sample
+        that draws from it."""
         params, config = load_weights(path, ARCH, expected_shapes)
         digest = file_sha256(path)
 
@@ -268,7 +272,13 @@ class SmplIk:
             return extra
         flow = belonging(flow_path, DEFAULT_FLOW_WEIGHTS, PoseFlow.load, "flow")
         hypotheses = belonging(hypotheses_path, DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses.load, "hypotheses head")
-        return cls(params, config, symmetric=symmetric, flow=flow, hypotheses=hypotheses)
+        library = library_path if library_path is not None and Path(library_path).exists() else None
+        return cls(params, config, symmetric=symmetric, flow=flow, hypotheses=hypotheses, library_path=library)
+
+    @cached_property
+    def library(self):
+        """The pose library (`library.py`), read on first use; None without one."""
+        return None if self.library_path is None else PoseLibrary.load(self.library_path)
 
     def network(self, x, features=False):
         """(B, 504) network input -> (B, 24*6 + 3) raw outputs, in float32; with features,
@@ -409,8 +419,14 @@ class SmplIk:
         keep their first refinement, and every miss says why where the joint ranges are the
         cause).
         Temperature 0 gives the natural pose every time;
-        the default suits most problems. spread (None: "hypotheses" when the head is loaded,
-        else "principal"):
+        the default suits most problems. spread (None: "mixed" when the hypotheses head and
+        the pose library are there, else "hypotheses" when the head is, else "principal"):
+        - "mixed": the hypotheses head's and the pose library's in turn, the head's first, half
+          each (the head's fill in where the library holds too few distinct poses);
+        - "library": the poses of the pose library (`library.py`) that meet the pins best,
+          each turned and placed by them and MIN_APART from the others, as the flow's latents
+          scaled by temperature / DEFAULT_TEMPERATURE; principal ones fill in beyond those
+          the library holds;
         - "hypotheses": the hypotheses head's poses (`hypotheses.py`), likeliest first, their
           latents scaled by temperature / DEFAULT_TEMPERATURE (so the default gives them as
           trained, 0 the natural pose); beyond the head's count, principal ones follow; seed
@@ -428,23 +444,37 @@ class SmplIk:
         if options.keep is not None or options.warm_start:
             raise SmplIkError("sample draws its poses from the flow: SolveOptions keep and warm_start are solve's")
         if spread is None:
-            spread = "hypotheses" if self.hypotheses is not None else "principal"
+            spread = ("principal" if self.hypotheses is None else
+                      "mixed" if self.library_path is not None else "hypotheses")
         if spread not in SPREADS:
             raise SmplIkError(f"spread must be one of {', '.join(SPREADS)}, not {spread!r}")
-        if spread == "hypotheses" and self.hypotheses is None:
+        if spread in ("hypotheses", "mixed") and self.hypotheses is None:
             raise SmplIkError(f"no hypotheses head for these SMPL-IK weights ({DEFAULT_HYPOTHESES_WEIGHTS} is missing "
                               "or belongs to other weights): use spread='principal' or 'random'")
+        if spread in ("library", "mixed") and self.library_path is None:
+            raise SmplIkError(f"no pose library ({DEFAULT_LIBRARY} is missing; scripts/build_pose_library.py "
+                              "makes it): use spread='hypotheses', 'principal' or 'random'")
         refine = options.refine
         rest = np.asarray(rest_joints, dtype=np.float64)[None]
         encoded = encode_effectors(effectors)
         condition = self.condition(encoded, rest)
+        places = np.full((count, 3), np.nan)   # a library pose's own root translation (NaN: the network's)
         if spread == "random":
             latents = np.random.default_rng(seed).standard_normal((1, count, DIMS)) * t
         elif spread == "hypotheses":
             latents = self.hypothesis_latents(condition, count, t, effectors, rest[0], seed)[None]
+        elif spread == "library":
+            latents, found = self.library_latents(condition, count, t, effectors, rest[0])
+            more = self.principal_latents(condition, effectors, rest[0], count - len(latents), t * PRINCIPAL_STEP, seed)
+            places[:len(found)] = found
+            latents = np.concatenate([latents, more])[None]
+        elif spread == "mixed":
+            latents, places = self.mixed_latents(condition, count, t, effectors, rest[0], seed)
+            latents = latents[None]
         else:
             latents = self.principal_latents(condition, effectors, rest[0], count, t * PRINCIPAL_STEP, seed)[None]
         local, trans = (x[0] for x in self.decode(condition, latents))
+        trans = np.where(np.isnan(places), trans, places)
         if refine is None:
             return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k],
                                condition=condition) for k in range(count)]
@@ -528,6 +558,31 @@ class SmplIk:
                                           temperature * PRINCIPAL_STEP, seed)
             latents = np.concatenate([latents, more])
         return latents
+
+    def library_latents(self, condition, count, temperature, effectors, rest_joints):
+        """Latents (K <= count, 72) under a Condition of one set, and root translations (K, 3):
+        the pose library's poses that meet the effectors best (`PoseLibrary.starts`; the
+        network's pose gives the heading where the position pins do not), as the flow's
+        latents times temperature / DEFAULT_TEMPERATURE, and where the pins place each."""
+        pelvis = condition.trans[0] + rest_joints[0]
+        local, trans = self.library.starts(effectors, rest_joints, count, (condition.local_rot[0, 0], pelvis))
+        if not len(local):
+            return np.zeros((0, DIMS)), trans
+        return self.encode(condition, local) * (temperature / DEFAULT_TEMPERATURE), trans
+
+    def mixed_latents(self, condition, count, temperature, effectors, rest_joints, seed=None):
+        """Latents (count, 72) and root translations (count, 3; NaN: the network's): the
+        hypotheses head's (`hypothesis_latents`) and the pose library's (`library_latents`) in
+        turn, the head's first; count // 2 from the library where it holds that many distinct
+        poses for these pins, the head's for the rest. Measured before it was built
+        (docs/training_log.md), the nearest of the eight came nearer the truth than the head's
+        eight alone on held-out CMU clips and on m21's."""
+        library, found = self.library_latents(condition, count // 2, temperature, effectors, rest_joints)
+        head = self.hypothesis_latents(condition, count - len(library), temperature, effectors, rest_joints, seed)
+        turns = np.stack([head[:len(library)], library], 1).reshape(-1, DIMS)   # h0, l0, h1, l1, ...
+        places = np.full((count, 3), np.nan)
+        places[1:2 * len(library):2] = found
+        return np.concatenate([turns, head[len(library):]]), places
 
     def principal_latents(self, condition, effectors, rest_joints, count, step, seed=None):
         """Latents (count, 72) under a Condition of one set: +step and -step along each of the
@@ -649,7 +704,7 @@ class SmplIk:
         return self.predict(encoded, rest)
 
 
-SPREADS = ("hypotheses", "principal", "random")   # how `sample` picks its latents
+SPREADS = ("mixed", "hypotheses", "library", "principal", "random")   # how `sample` picks its latents
 ALTERNATIVES_SEED = 0   # the add-on's Alternatives (and benchmark.py's): one repeatable set per problem
 PRINCIPAL_STEP = 2.5   # a principal alternative's latent step per unit of temperature (0.6: 1.5 latent units)
 PRINCIPAL_PROBE = 1e-2   # the latent step of the finite differences behind principal_latents

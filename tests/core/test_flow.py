@@ -618,7 +618,7 @@ def test_sample_spreads_are_checked_and_temperature_scales_the_principal_step(op
     net = random_flow_net(tmp_path)
     rest = open_body.rest_joints(np.zeros(10))
     effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
-    with pytest.raises(SmplIkError, match="spread must be one of hypotheses, principal, random"):
+    with pytest.raises(SmplIkError, match="spread must be one of mixed, hypotheses, library, principal, random"):
         net.sample(effectors, rest, spread="widest")
     plain = SolveOptions(refine=None)
     a = net.sample(effectors, rest, count=4, temperature=0.4, options=plain)

@@ -117,10 +117,10 @@ EFFECTORS = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist",
 
 def test_sample_gives_the_heads_poses_likeliest_first(open_body, tmp_path):
     s, f, h = net_with_head(tmp_path)
-    net = SmplIk.load(s, flow_path=f, hypotheses_path=h)
+    net = SmplIk.load(s, flow_path=f, hypotheses_path=h, library_path=None)
     rest = open_body.rest_joints(np.zeros(10))
     plain = SolveOptions(refine=None)
-    samples = net.sample(EFFECTORS, rest, count=3, options=plain)            # the head's by default
+    samples = net.sample(EFFECTORS, rest, count=3, options=plain)            # the head's by default (no library)
     condition = net.condition(encode_effectors(EFFECTORS), rest[None])
     x = net.hypotheses.residuals(condition.inputs, condition.hidden)[0]
     want = condition.local_rot[0] @ axis_angle_to_matrix(x.reshape(-1, NUM_JOINTS, 3))
