@@ -474,7 +474,8 @@ class SmplIk:
         else:
             latents = self.principal_latents(condition, effectors, rest[0], count, t * PRINCIPAL_STEP, seed)[None]
         local, trans = (x[0] for x in self.decode(condition, latents))
-        trans = np.where(np.isnan(places), trans, places)
+        if t > 0:   # at temperature 0 every sample is the natural pose, where the network puts it
+            trans = np.where(np.isnan(places), trans, places)
         if refine is None:
             return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k],
                                condition=condition) for k in range(count)]

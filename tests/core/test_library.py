@@ -106,7 +106,8 @@ def test_without_position_pins_the_network_pose_gives_heading_and_place(open_bod
 
 def test_sample_alternates_the_heads_poses_and_the_librarys(open_body, rng, tmp_path):
     """spread "mixed" (the default with a head and a library): unrefined, the head's poses at
-    0, 2, 4, the library's best at 1, 3, 5, each where its pins place it; refined, every pin met."""
+    0, 2, 4, the library's best at 1, 3, 5, each where its pins place it; at temperature 0 all
+    the natural pose; refined, every pin met."""
     rest = open_body.rest_joints(np.zeros(10))
     poses = random_poses(rng)
     path = tmp_path / "library.npz"
@@ -124,6 +125,9 @@ def test_sample_alternates_the_heads_poses_and_the_librarys(open_body, rng, tmp_
         assert np.abs(mixed[2 * k + 1].local_rot - library[k].local_rot).max() < 1e-9
         assert np.abs(library[k].local_rot - starts[k]).max() < 1e-4      # through the flow and back
         assert np.abs(library[k].trans - places[k]).max() < 1e-9
+    natural = net.solve(effectors, rest, SolveOptions(mode="natural", refine=None))
+    for zero in net.sample(effectors, rest, count=4, options=plain, temperature=0):   # the natural pose, as it stands
+        assert np.abs(zero.local_rot - natural.local_rot).max() < 1e-9 and np.abs(zero.trans - natural.trans).max() < 1e-9
     for sample in net.sample(effectors, rest, count=4):
         assert measured_effector_errors(effectors, sample.local_rot, sample.trans, rest).max() < 1e-3
 
