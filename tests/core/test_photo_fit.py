@@ -14,10 +14,11 @@ from models.core.skeleton import PARENTS
 from models.photo import detect, fit
 from models.photo.camera import Camera, default_camera
 
-# MediaPipe landmark -> the open body's point it stands for (joints, or surface landmarks).
+# MediaPipe landmark -> the open body's point it stands for (joints, or surface landmarks); the
+# index points (19, 20) are the knuckles, placed as the fit places them (`scene`)
 POINTS = {0: "nose", 2: "leye", 5: "reye", 7: "lear", 8: "rear", 11: "left_shoulder", 12: "right_shoulder",
           13: "left_elbow", 14: "right_elbow", 15: "left_wrist", 16: "right_wrist", 17: "lpinky", 18: "rpinky",
-          19: "lindex", 20: "rindex", 23: "left_hip", 24: "right_hip", 25: "left_knee", 26: "right_knee",
+          23: "left_hip", 24: "right_hip", 25: "left_knee", 26: "right_knee",
           27: "left_ankle", 28: "right_ankle", 29: "LHeel", 30: "RHeel", 31: "LBigToe", 32: "RBigToe"}
 
 
@@ -53,7 +54,7 @@ def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, s
     for row, k in enumerate(kept):
         lm, name, _ = fit.KEYPOINTS[k]
         if name in fit.KNUCKLES:
-            points[lm] = placed[row]
+            points[lm], vis[lm] = placed[row], 0.95
     xy = camera.project(points)
     world = points - 0.5 * (points[23] + points[24])
     world[:, 2] += np.random.default_rng(seed).normal(scale=depth_noise, size=33)
