@@ -79,11 +79,11 @@ def trunk_shapes(width, hidden, blocks, inputs):
     return shapes
 
 
-def save_weights(path, params, config):
-    """Write parameters {name: array} and the config dict to an .npz, atomically."""
+def save_weights(path, params, config, dtype=np.float32):
+    """Write parameters {name: array} (as `dtype`) and the config dict to an .npz, atomically."""
     with atomic_write(path) as fh:
         np.savez(fh, __config__=np.array(json.dumps(config, sort_keys=True)),
-                 **{k: np.asarray(v, dtype=np.float32) for k, v in params.items()})
+                 **{k: np.asarray(v, dtype=dtype) for k, v in params.items()})
 
 
 def load_weights(path, arch, expected_shapes):

@@ -13,6 +13,7 @@ to the weighted mean of the filled positional slots, so the network is translati
 `refine` (models/refine.py) then makes the effectors exact with a few damped least-squares
 steps on forward kinematics.
 """
+import itertools
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -422,7 +423,8 @@ class SmplIk:
         the default suits most problems. spread (None: "mixed" when the hypotheses head and
         the pose library are there, else "hypotheses" when the head is, else "principal"):
         - "mixed": the hypotheses head's and the pose library's in turn, the head's first, half
-          each (the head's fill in where the library holds too few distinct poses);
+          each (the head's fill in where the library holds too few distinct poses, and stand in,
+          up to LIBRARY_SPARES, for a library pose the pins are not reached from);
         - "library": the poses of the pose library (`library.py`) that meet the pins best,
           each turned and placed by them and MIN_APART from the others, as the flow's latents
           scaled by temperature / DEFAULT_TEMPERATURE; principal ones fill in beyond those
@@ -487,6 +489,7 @@ class SmplIk:
         turn = None if options.restarts else False
         reason = ""   # why the pins cannot all be met, once no turn meets them (_range_reason)
         exhausted = False   # no start or turn met them for an earlier sample: they are out of reach
+        spares = None   # the head's poses a library pose that misses is replaced by (found on first need)
         for k, refined in enumerate(refine_many(local, trans, rest[0], effectors + extra, refine)):
             # from some starts the refinement stalls (a limb folded against its range): try again
             # nearer the natural pose, which the same pins reach, and last from the network's guess.
@@ -502,6 +505,18 @@ class SmplIk:
                     break
                 if miss_total(again) < miss_total(refined):
                     refined = again
+            if t > 0 and not np.isnan(places[k, 0]) and not _pins_met(refined) and self.hypotheses is not None:
+                # a library pose the pins do not reach from (captured motion unlike this one):
+                # the head's unused poses instead, before the root turns or a verdict of out of reach
+                if spares is None:
+                    used = count - int(np.count_nonzero(~np.isnan(places[:, 0])))
+                    spares = iter(self.hypothesis_latents(condition, 2 * count, t, effectors, rest[0], seed)[used:])
+                for latent in itertools.islice(spares, LIBRARY_SPARES):
+                    again = refine_pose(*self._decoded(condition, latent), rest[0], effectors + extra, refine)
+                    if miss_total(again) < miss_total(refined):
+                        refined, latents[0, k] = again, latent
+                    if _pins_met(refined):
+                        break
             if turn is not False and _turnable(refined, refine):
                 # every start fell in the same basin: try the root turned, once per call (a set
                 # out of reach would cost every sample the turns); the turn that worked is the
@@ -709,6 +724,7 @@ SPREADS = ("mixed", "hypotheses", "library", "principal", "random")   # how `sam
 ALTERNATIVES_SEED = 0   # the add-on's Alternatives (and benchmark.py's): one repeatable set per problem
 PRINCIPAL_STEP = 2.5   # a principal alternative's latent step per unit of temperature (0.6: 1.5 latent units)
 PRINCIPAL_PROBE = 1e-2   # the latent step of the finite differences behind principal_latents
+LIBRARY_SPARES = 2   # the head's unused poses a library alternative that misses a pin may be replaced by, at most
 SAMPLE_RETRIES = (0.5, 0.25, 0.0)   # latent scales a sample that misses a pin is refined again from
 COLLISION_RETRIES = (0.5, 0.25)     # latent scales a sample with an arm in the body is refined again from
 CARRY_MET = 1e-3   # metres (radians): a kept solution this close to every effector is carried (SolveOptions.keep)

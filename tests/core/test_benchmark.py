@@ -30,7 +30,8 @@ def test_benchmark_reports_every_method(tmp_path):
     assert report["frames"] == 40
     generative = {"smplik_protocol_deterministic", "smplik_protocol_natural", "smplik_protocol_best_of_8",
                   "smplik_protocol_mean_of_8", "smplik_protocol_best_of_8_principal", "smplik_protocol_best_of_8_random", "smplik_6pt_natural", "smplik_alternatives", "smplik_path",
-                  "smplik_balance", "smplik_collision"}
+                  "smplik_balance", "smplik_collision", "smplik_protocol_best_of_8_hypotheses",
+                  "smplik_protocol_best_of_8_library"}
     assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
                             "smplik_random_refined", "ikgat", "ikgat_one_pass", "ikgat_noise", "analytic_full", "baseline_6pt"} | \
         (generative if FLOW_WEIGHTS.exists() else set())
