@@ -85,11 +85,11 @@ class PoseLibrary:
             pos[j] = pos[PARENTS[j]] + (self._bone_turns[j - 1] @ offsets[j - 1]).reshape(-1, 3)
         return pos.transpose(1, 0, 2).astype(np.float64)
 
-    def starts(self, effectors, rest, count, reference):
+    def starts(self, effectors, rest, count, reference, apart=MIN_APART):
         """Local rotations (K <= count, 24, 3, 3) and root translations (K, 3) of the library
         poses that meet `effectors` best on rest joints (24, 3), each turned about the vertical
-        and moved so its position pins come nearest theirs, the best first, each MIN_APART
-        from those before it.
+        and moved so its position pins come nearest theirs, the best first, each `apart`
+        (metres, MIN_APART) from those before it.
         reference: a root rotation (3, 3) and pelvis position (3,) (the network's answer) whose
         heading a pose takes where the position pins span less than MIN_SPREAD across the floor,
         and whose place where there are none."""
@@ -134,7 +134,7 @@ class PoseLibrary:
         for n in order:
             if len(kept) == count:
                 break
-            if not kept or np.linalg.norm(about[kept] - about[n], axis=-1).mean(-1).min() >= MIN_APART:
+            if not kept or np.linalg.norm(about[kept] - about[n], axis=-1).mean(-1).min() >= apart:
                 kept.append(n)
         local = self.local[kept].copy()
         local[:, 0] = yaw[kept] @ local[:, 0]
