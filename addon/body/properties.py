@@ -83,7 +83,7 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
                                                 "(2 to 32)")
     variation: FloatProperty(name="Variation", default=DEFAULT_TEMPERATURE, soft_min=0.0, soft_max=2.0, precision=2,
                              description="How far the alternatives may stray from the natural pose (the "
-                                         "sampling temperature, 0 to 2; 0: every one is the natural pose)")
+                                         "sampling temperature, 0 to 2; 0: all one pose, the model's least-effort one)")
     alternative_index: IntProperty(default=0, options={"HIDDEN"},
                                    description="Which alternative is on screen (0: the pose before them)")
 

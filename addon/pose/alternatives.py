@@ -13,7 +13,7 @@ from .effectors import core_effectors, effectors_of
 from .solving import giving_way, kept_pose, reach_message, refine_options, remember_misses, require_flow, set_status
 
 ALTERNATIVES_RANGE = (2, 32)   # how many alternatives a set may hold
-VARIATION_RANGE = (0.0, 2.0)   # the sampling temperature (0: every alternative is the natural pose)
+VARIATION_RANGE = (0.0, 2.0)   # the sampling temperature (0: every alternative is the latent origin's pose)
 
 
 @dataclass(frozen=True)

@@ -320,7 +320,8 @@ class SmplIk:
 
     def decode(self, condition, latents):
         """Poses from the flow (`flow.py`): a Condition (B sets) and latents (B, K, 72) -> local
-        rotations (B, K, 24, 3, 3), trans (B, K, 3). Latent zero is the natural pose."""
+        rotations (B, K, 24, 3, 3), trans (B, K, 3). Latent zero gives the least-cost pose the
+        flow knows (the natural pose before the pose library's pull, `natural_start`)."""
         b, k = np.shape(latents)[:2]
         x = self.flow.forward(np.reshape(latents, (b * k, -1)), np.repeat(condition.context, k, axis=0))
         local = np.repeat(condition.local_rot, k, axis=0) @ axis_angle_to_matrix(x.reshape(b * k, NUM_JOINTS, 3))
@@ -377,7 +378,10 @@ class SmplIk:
             return self._solution(local, trans, rest[0], condition)
         creeping = keep is not None and _missed(keep)
         first = replace(refine, iterations=min(refine.iterations, CREEP_ITERATIONS)) if creeping else refine
-        solution = self.refine_from(effectors, (local, trans), rest[0], first, current_pose, fallback)
+        # a kept pose out of reach creeps on without the fallback start: while the drag stays as
+        # far out of reach, a limb straight toward its target stays straight
+        solution = self.refine_from(effectors, (local, trans), rest[0], first, current_pose,
+                                    None if creeping else fallback)
         if creeping and _missed(solution) and not _no_nearer(solution, keep):
             # the target came nearer than the kept pose got (back within reach, or a jump): the
             # refinement goes on as long as a solve's
@@ -420,7 +424,7 @@ class SmplIk:
         first. Once no start or turn meets the pins, they are out of reach: the later samples
         keep their first refinement, and every miss says why where the joint ranges are the
         cause).
-        Temperature 0 gives the natural pose every time;
+        Temperature 0 gives the latent origin's pose every time;
         the default suits most problems. spread (None: "mixed" when the hypotheses head and
         the pose library are there, else "hypotheses" when the head is, else "principal"):
         - "mixed": the hypotheses head's and the pose library's in turn, the head's first, half
@@ -477,7 +481,7 @@ class SmplIk:
         else:
             latents = self.principal_latents(condition, effectors, rest[0], count, t * PRINCIPAL_STEP, seed)[None]
         local, trans = (x[0] for x in self.decode(condition, latents))
-        if t > 0:   # at temperature 0 every sample is the natural pose, where the network puts it
+        if t > 0:   # at temperature 0 every sample is the latent origin's pose, where the network puts it
             trans = np.where(np.isnan(places), trans, places)
         if refine is None:
             return [IkSolution(local_rot=local[k], trans=trans[k], rest=rest[0], latent=latents[0, k],

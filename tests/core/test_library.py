@@ -1,6 +1,7 @@
 """The pose library SMPL-IK's alternatives start from: a pose is found by its pins, turned and
 placed where they put it; the poses kept differ; without position pins the network's pose gives
-heading and place; `sample` alternates the head's poses and the library's; bad files are refused."""
+heading and place; `sample` alternates the head's poses and the library's; the natural pose starts halfway to
+the poses nearest its pins; bad files are refused."""
 import json
 import subprocess
 import sys
@@ -130,6 +131,46 @@ def test_sample_alternates_the_heads_poses_and_the_librarys(open_body, rng, tmp_
         assert np.abs(zero.local_rot - natural.local_rot).max() < 1e-9 and np.abs(zero.trans - natural.trans).max() < 1e-9
     for sample in net.sample(effectors, rest, count=4):
         assert measured_effector_errors(effectors, sample.local_rot, sample.trans, rest).max() < 1e-3
+
+
+def test_the_natural_pose_starts_halfway_to_the_library_poses_nearest_its_pins(open_body, rng, tmp_path):
+    """A library holding pose 30 eight times among random ones: the natural solve's start is
+    the geodesic midpoint, joint by joint, of the flow's origin and that pose turned and placed
+    by the pins (the mean of the eight), its translation halfway; without a library it is the
+    origin. Refined from there every pin is met, and the pose lands nearer the pins' own pose
+    than the library-less natural pose does."""
+    from models.core.rotations import geodesic_angle
+    from models.ik.effectors import encode_effectors
+
+    rest = open_body.rest_joints(np.zeros(10))
+    poses = random_poses(rng).astype(np.float32).astype(np.float64)
+    poses[52:60] = poses[30]
+    path = tmp_path / "library.npz"
+    save_weights(path, {"poses": poses.astype(np.float32)}, {"arch": "pose-library-v1", "count": len(poses)})
+    with_library, without = SmplIk.load(library_path=path), SmplIk.load(library_path=None)
+    local = axis_angle_to_matrix(poses[30])
+    local[0] = turned(-40) @ local[0]
+    trans = np.array([0.2, 0.05, 0.6])
+    effectors = pins_of(local, trans, rest)[:4]
+    condition = with_library.condition(encode_effectors(effectors), rest[None])
+    origin = with_library._decoded(condition, np.zeros(72))
+    start = with_library.natural_start(condition, effectors, rest)
+    there = with_library.library.starts(effectors, rest, 1, (np.eye(3), np.zeros(3)))
+    assert np.abs(there[0][0] - local).max() < 1e-6 and np.abs(there[1][0] - trans).max() < 1e-6
+    halfway = geodesic_angle(origin[0], local) / 2
+    assert halfway.max() > 0.1   # the origin is not the pose itself
+    assert np.abs(geodesic_angle(start[0], origin[0]) - halfway).max() < 1e-6
+    assert np.abs(geodesic_angle(start[0], local) - halfway).max() < 1e-6
+    assert np.abs(start[1] - (origin[1] + trans) / 2).max() < 1e-6
+    plain = without.natural_start(condition, effectors, rest)
+    assert np.abs(plain[0] - origin[0]).max() < 1e-12 and np.abs(plain[1] - origin[1]).max() < 1e-12
+    truth = forward_kinematics(local, rest, PARENTS, trans).positions
+    solved = {}
+    for name, net in (("library", with_library), ("origin", without)):
+        solution = net.solve(effectors, rest, SolveOptions(mode="natural"))
+        assert measured_effector_errors(effectors, solution.local_rot, solution.trans, rest).max() < 1e-3
+        solved[name] = np.linalg.norm(solution.positions - truth, axis=-1).mean()
+    assert solved["library"] < solved["origin"]
 
 
 def test_bad_library_files_are_refused_and_a_missing_one_named(tmp_path, open_body):
