@@ -42,6 +42,12 @@ def _yaw(angle):
     return out
 
 
+def _turned(points, angle):
+    """(N, J, 3) points each turned about +Y by its pose's angle (N,)."""
+    c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
+    return np.stack([c * points[..., 0] + s * points[..., 2], points[..., 1], c * points[..., 2] - s * points[..., 0]], -1)
+
+
 def _heading(rot):
     """(..., 3, 3) root rotations -> (...,) the angle about +Y of where the body faces (+Z)."""
     return np.arctan2(rot[..., 0, 2], rot[..., 2, 2])
@@ -67,6 +73,7 @@ class PoseLibrary:
         # matrix product a bone in `positions`
         turns = world[:, list(PARENTS[1:])].transpose(1, 0, 2, 3)
         self._bone_turns = np.ascontiguousarray(turns, dtype=np.float32).reshape(NUM_JOINTS - 1, -1, 3)
+        self._last_positions = (None, None)
 
     @classmethod
     def load(cls, path=DEFAULT_LIBRARY):
@@ -77,8 +84,17 @@ class PoseLibrary:
         return len(self.local)
 
     def positions(self, rest):
-        """(N, 24, 3) every library pose's joints on rest joints (24, 3), the pelvis at the origin."""
+        """(N, 24, 3) every library pose's joints on rest joints (24, 3), the pelvis at the origin
+        (the last body's kept: a session poses one body many times)."""
         rest = np.asarray(rest, dtype=np.float64)
+        key = rest.tobytes()
+        if self._last_positions[0] != key:
+            pos = self._positions(rest)
+            pos.flags.writeable = False
+            self._last_positions = (key, pos)
+        return self._last_positions[1]
+
+    def _positions(self, rest):
         offsets = (rest[1:] - rest[list(PARENTS[1:])]).astype(np.float32)
         pos = np.zeros((NUM_JOINTS, len(self), 3), dtype=np.float32)
         for j in range(1, NUM_JOINTS):
@@ -110,33 +126,30 @@ class PoseLibrary:
             turn = np.arctan2(b, a)
         else:
             turn = _heading(ref_rot) - _heading(self.local[:, 0])
-        yaw = _yaw(turn)
-        c, s = np.cos(turn)[:, None], np.sin(turn)[:, None]
-        turned = np.stack([c * pos[..., 0] + s * pos[..., 2], pos[..., 1], c * pos[..., 2] - s * pos[..., 0]], -1)
-        if len(placed):
-            shift = targets.mean(0) - turned[:, joints].mean(1)
-        else:
-            shift = np.broadcast_to(ref_pelvis, (len(self), 3))
-        turned = turned + shift[:, None]
-        if len(placed):   # the nearest to the position pins first, then every pin scored
-            near = np.linalg.norm(turned[:, joints] - targets, axis=-1).mean(1)
-            short = np.argsort(near, kind="stable")[:SHORTLIST]
+        if len(placed):   # the nearest to the position pins first (only their joints turned), then every pin scored
+            pinned = _turned(pos[:, joints], turn)
+            shift = targets.mean(0) - pinned.mean(1)
+            near = np.linalg.norm(pinned + shift[:, None] - targets, axis=-1).mean(1)
+            short = np.argpartition(near, SHORTLIST - 1)[:SHORTLIST] if len(self) > SHORTLIST else np.arange(len(self))
+            short = short[np.lexsort((short, near[short]))]   # nearest first, ties by index
+            shift = shift[short]
         else:
             short = np.arange(len(self))
-        world = yaw[short, None] @ self.world[short]
-        errors = posed_effector_errors(effectors, world, turned[short])
+            shift = np.broadcast_to(ref_pelvis, (len(self), 3))
+        yaw = _yaw(turn[short])
+        turned = _turned(pos[short], turn[short]) + shift[:, None]
+        errors = posed_effector_errors(effectors, yaw[:, None] @ self.world[short], turned)
         position = np.array([kind_of(e) is EffectorKind.POSITION for e in effectors])
         score = (errors[:, position].mean(1) if position.any() else 0.0) + \
             (ANGLE_METRES * errors[:, ~position].mean(1) if (~position).any() else 0.0)
-        order = short[np.argsort(score, kind="stable")]
         about = turned - turned[:, :1]
-        kept = []
-        for n in order:
+        kept = []   # places in `short`
+        for n in np.argsort(score, kind="stable"):
             if len(kept) == count:
                 break
             if not kept or np.linalg.norm(about[kept] - about[n], axis=-1).mean(-1).min() >= apart:
                 kept.append(n)
-        local = self.local[kept].copy()
+        local = self.local[short[kept]].copy()
         local[:, 0] = yaw[kept] @ local[:, 0]
         return local, turned[kept, 0] - rest[0]
 
