@@ -27,7 +27,7 @@ from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
-from .library import DEFAULT_LIBRARY, PoseLibrary
+from .library import DEFAULT_LIBRARY, MIN_APART, PoseLibrary
 from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
 from .refine import RefineOptions, arm_in_body, effector_errors, past_range, planted_feet, refine_many, refine_pose
 
@@ -585,8 +585,7 @@ class SmplIk:
         the pose library's poses that meet the effectors best (`PoseLibrary.starts`; the
         network's pose gives the heading where the position pins do not), as the flow's
         latents times temperature / DEFAULT_TEMPERATURE, and where the pins place each."""
-        pelvis = condition.trans[0] + rest_joints[0]
-        local, trans = self.library.starts(effectors, rest_joints, count, (condition.local_rot[0, 0], pelvis))
+        local, trans = self._library_starts(condition, effectors, rest_joints, count)
         if not len(local):
             return np.zeros((0, DIMS)), trans
         return self.encode(condition, local) * (temperature / DEFAULT_TEMPERATURE), trans
@@ -641,14 +640,18 @@ class SmplIk:
         local, trans = self._decoded(condition, np.zeros(DIMS))
         if self.library is None:
             return local, trans
-        pelvis = condition.trans[0] + rest_joints[0]
-        near, places = self.library.starts(effectors, rest_joints, NATURAL_NEIGHBOURS,
-                                           (condition.local_rot[0, 0], pelvis), apart=0.0)
+        near, places = self._library_starts(condition, effectors, rest_joints, NATURAL_NEIGHBOURS, apart=0.0)
         if not len(near):
             return local, trans
-        share = NATURAL_SHARE
         mean = nearest_rotation(near.mean(0))
-        return nearest_rotation(share * local + (1 - share) * mean), share * trans + (1 - share) * places.mean(0)
+        return (nearest_rotation(NATURAL_SHARE * local + (1 - NATURAL_SHARE) * mean),
+                NATURAL_SHARE * trans + (1 - NATURAL_SHARE) * places.mean(0))
+
+    def _library_starts(self, condition, effectors, rest_joints, count, apart=MIN_APART):
+        """`PoseLibrary.starts` for a Condition of one set: the network's pose gives the heading
+        (and the place, without position pins)."""
+        pelvis = condition.trans[0] + rest_joints[0]
+        return self.library.starts(effectors, rest_joints, count, (condition.local_rot[0, 0], pelvis), apart=apart)
 
     def refine_from(self, effectors, start, rest_joints, options=RefineOptions(), current_pose=None, fallback=None):
         """Refine a pose for a list of Effectors: start (local_rot (24, 3, 3), trans (3,)) on rest
