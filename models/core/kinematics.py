@@ -34,6 +34,20 @@ def depth_levels(parents):
             for d in range(1, max(depth) + 1)]
 
 
+@lru_cache(maxsize=8)
+def _chains(parents):
+    """Each joint's parent (the root its own) and the (J, J) matrix of 1 where column k is
+    the joint of row j or one of its ancestors."""
+    parent = np.array([max(p, 0) for p in parents])
+    chain = np.zeros((len(parents), len(parents)))
+    for j in range(len(parents)):
+        k = j
+        while k >= 0:
+            chain[j, k] = 1.0
+            k = parents[k]
+    return parent, chain
+
+
 def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
     """Pose a skeleton.
 
@@ -47,16 +61,17 @@ def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
     batch = np.broadcast_shapes(local_rot.shape[:-3], rest_joints.shape[:-2])
     local_rot = np.broadcast_to(local_rot, batch + local_rot.shape[-3:])
     rest_joints = np.broadcast_to(rest_joints, batch + rest_joints.shape[-2:])
+    parents = tuple(parents)
     n = len(parents)
     rots = np.empty(batch + (n, 3, 3), dtype=np.result_type(local_rot, rest_joints))
-    pos = np.empty(batch + (n, 3), dtype=rots.dtype)
     rots[..., 0, :, :] = local_rot[..., 0, :, :]
-    pos[..., 0, :] = rest_joints[..., 0, :]
-    for joints, their_parents in depth_levels(tuple(parents)):  # all joints of one depth at once
-        parent_rot = rots[..., their_parents, :, :]
-        rots[..., joints, :, :] = parent_rot @ local_rot[..., joints, :, :]
-        offset = rest_joints[..., joints, :] - rest_joints[..., their_parents, :]
-        pos[..., joints, :] = pos[..., their_parents, :] + (parent_rot @ offset[..., None])[..., 0]
+    for joints, their_parents in depth_levels(parents):  # all joints of one depth at once
+        rots[..., joints, :, :] = rots[..., their_parents, :, :] @ local_rot[..., joints, :, :]
+    # each joint's bone turned by its parent, summed down the chain (one product, not a level at a time)
+    parent, chain = _chains(parents)
+    bone = np.einsum("...jab,...jb->...ja", rots[..., parent, :, :], rest_joints - rest_joints[..., parent, :])
+    bone[..., 0, :] = rest_joints[..., 0, :]
+    pos = chain.astype(rots.dtype, copy=False) @ bone
     if root_trans is not None:
         pos = pos + np.asarray(root_trans)[..., None, :]
     return FKResult(rotations=rots, positions=pos)

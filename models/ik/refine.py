@@ -105,30 +105,38 @@ class _Limits:
         self.joints = [JOINT_INDEX[lim.joint] for lim in limits]
         self.low = np.radians([lim.low for lim in limits])
         self.high = np.radians([lim.high for lim in limits])
+        # the limits sharing an Euler order, converted together: (order, limit numbers, joints)
+        orders = dict.fromkeys(lim.order for lim in limits)
+        self.groups = [(order, np.array([n for n, lim in enumerate(limits) if lim.order == order]),
+                        np.array([j for lim, j in zip(limits, self.joints) if lim.order == order]))
+                       for order in orders]
 
     def clamp(self, local):
         """A copy of local rotations (24, 3, 3) with every limited joint inside its range, and
         the (joint number, component, Euler angles) of the components held at a bound."""
         local = local.copy()
+        moved = {}
+        for order, numbers, joints in self.groups:
+            angles = matrix_to_euler(local[joints], order)
+            inside = _nearest_in_range(angles, self.low[numbers], self.high[numbers])
+            for g in np.flatnonzero(np.any(inside != angles, axis=-1)):
+                local[joints[g]] = euler_to_matrix(inside[g], order)
+                moved[int(numbers[g])] = (np.flatnonzero(inside[g] != angles[g]), inside[g])
         held = []
-        for n, (lim, j) in enumerate(zip(self.limits, self.joints)):
-            angles = matrix_to_euler(local[j], lim.order)
-            inside = _nearest_in_range(angles, self.low[n], self.high[n])
-            at = np.flatnonzero(np.abs(inside - angles) > 0) if np.any(inside != angles) else []
-            if len(at):
-                local[j] = euler_to_matrix(inside, lim.order)
-            for c in at:
-                held.append((n, int(c), inside))
+        for n in sorted(moved):
+            components, inside = moved[n]
+            held += [(n, int(c), inside) for c in components]
         return local, held
 
     def clamp_many(self, local):
         """clamp for a batch (K, 24, 3, 3), in place, without the held components."""
-        for n, (lim, j) in enumerate(zip(self.limits, self.joints)):
-            angles = matrix_to_euler(local[:, j], lim.order)
-            inside = _nearest_in_range(angles, self.low[n], self.high[n])
+        for order, numbers, joints in self.groups:
+            angles = matrix_to_euler(local[:, joints], order)                 # (K, G, 3)
+            inside = _nearest_in_range(angles, self.low[numbers], self.high[numbers])
             moved = np.any(inside != angles, axis=-1)
             if moved.any():
-                local[moved, j] = euler_to_matrix(inside[moved], lim.order)
+                k, g = np.nonzero(moved)
+                local[k, joints[g]] = euler_to_matrix(inside[k, g], order)
         return local
 
     def unfolded(self, local):
@@ -269,7 +277,11 @@ class _Targets:
             if kind is EffectorKind.LOOK_AT:
                 self.axis[i] = unit(np.asarray(e.axis, float))
         self.mask = ANCESTOR[self.joint]                                   # (E, 24)
-        self.any_rotation = bool((self.kind == ROTATION).any())
+        self.rotation_rows, self.look_rows = self.kind == ROTATION, self.kind == LOOK_AT
+        self.any_rotation, self.any_look = bool(self.rotation_rows.any()), bool(self.look_rows.any())
+        self.turn_scale = (self.mask * self.weight[:, None])[..., None, None]   # (E, 24, 1, 1)
+        # the root move's rows: the identity for positions (look-ats add theirs per pose)
+        self.move = np.where((self.kind == POSITION)[:, None, None], np.eye(3), 0.0) * self.weight[:, None, None]
 
     def __len__(self):
         return len(self.joint)
@@ -278,32 +290,40 @@ class _Targets:
 def _residuals(t, world, pos, want_jacobian):
     """Weighted residuals (..., 3E) and their Jacobian (..., 3E, 75) over [turns (24x3),
     root move], for poses world (..., 24, 3, 3), pos (..., 24, 3) (a batch of poses shares
-    the effectors)."""
+    the effectors). Each kind's terms are worked out only where there are effectors of that
+    kind (most sets are positions)."""
     batch = pos.shape[:-2]
     if not len(t):
         return np.zeros(batch + (0,)), np.zeros(batch + (0, 3 * NUM_JOINTS + 3))
     p = pos[..., t.joint, :]                                                # (..., E, 3)
-    w = world[..., t.joint, :, :]                                           # (..., E, 3, 3)
     r = p - t.point                                                         # position
-    rot_err = (matrix_to_axis_angle(w @ np.swapaxes(t.rotation, -1, -2)) if t.any_rotation else 0.0)
-    u = np.einsum("...eij,ej->...ei", w, t.axis)
-    to = t.point - p
-    dist = np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-6)
-    v = to / dist
-    kind = t.kind[:, None]
-    r = np.where(kind == POSITION, r, np.where(kind == ROTATION, rot_err, u - v)) * t.weight[:, None]
+    if t.any_rotation:
+        w = world[..., t.joint, :, :]                                       # (..., E, 3, 3)
+        rot_err = matrix_to_axis_angle(w @ np.swapaxes(t.rotation, -1, -2))
+        r = np.where(t.rotation_rows[:, None], rot_err, r)
+    if t.any_look:
+        u = np.einsum("...eij,ej->...ei", world[..., t.joint, :, :], t.axis)
+        to = t.point - p
+        dist = np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-6)
+        v = to / dist
+        r = np.where(t.look_rows[:, None], u - v, r)
+    r = r * t.weight[:, None]
     if not want_jacobian:
         return r.reshape(batch + (-1,)), None
     n = len(t.joint)
-    lever = skew(p[..., :, None, :] - pos[..., None, :, :])                # (..., E, 24, 3, 3)
-    proj = (np.eye(3) - v[..., :, None] * v[..., None, :]) / dist[..., None]   # (..., E, 3, 3)
-    turn = np.where(kind[..., None, None] == POSITION, -lever,
-                    np.where(kind[..., None, None] == ROTATION, np.eye(3),
-                             -skew(u)[..., None, :, :] - proj[..., None, :, :] @ lever))
-    turn = turn * (t.mask * t.weight[:, None])[..., None, None]
-    move = np.where(kind[..., None] == POSITION, np.eye(3), np.where(kind[..., None] == LOOK_AT, proj, 0.0))
+    turn = skew(pos[..., None, :, :] - p[..., :, None, :])                 # (..., E, 24, 3, 3): position
+    if t.any_rotation:
+        turn[..., t.rotation_rows, :, :, :] = np.eye(3)
+    move = t.move
+    if t.any_look:
+        look = t.look_rows
+        proj = (np.eye(3) - v[..., look, :, None] * v[..., look, None, :]) / dist[..., look, :, None]   # (..., L, 3, 3)
+        turn[..., look, :, :, :] = -skew(u[..., look, :])[..., None, :, :] + proj[..., None, :, :] @ turn[..., look, :, :, :]
+        move = np.broadcast_to(move, batch + move.shape).copy()
+        move[..., look, :, :] = proj * t.weight[look, None, None]
+    turn *= t.turn_scale
     jac = np.concatenate([np.swapaxes(turn, -3, -2).reshape(batch + (n, 3, 3 * NUM_JOINTS)),
-                          move * t.weight[:, None, None]], axis=-1)
+                          np.broadcast_to(move, batch + t.move.shape)], axis=-1)
     return r.reshape(batch + (-1,)), jac.reshape(batch + (3 * n, -1))
 
 

@@ -28,6 +28,16 @@ def test_fk_matches_reference(rng):
         assert np.allclose(fk.rotations[b], r) and np.allclose(fk.positions[b], p)
 
 
+def test_fk_matches_reference_on_another_skeleton(rng):
+    """A tree other than SMPL's (branches at several depths, joints listed parents first)."""
+    parents = (-1, 0, 1, 0, 3, 4, 1, 6, 2, 8, 8)
+    rot = axis_angle_to_matrix(rng.normal(scale=0.8, size=(len(parents), 3)))
+    rest, trans = rng.normal(size=(len(parents), 3)), rng.normal(size=3)
+    fk = forward_kinematics(rot, rest, parents, trans)
+    r, p = reference_fk(rot, rest, parents, trans)
+    assert np.allclose(fk.rotations, r) and np.allclose(fk.positions, p)
+
+
 def test_fk_identity_is_rest_and_broadcasts(rng):
     rest = rng.normal(size=(NUM_JOINTS, 3))
     fk = forward_kinematics(np.broadcast_to(np.eye(3), (3, NUM_JOINTS, 3, 3)), rest, PARENTS)
