@@ -111,7 +111,7 @@ def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refin
     dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
     with Keep Pose While Dragging and the generative weights it is kept
     (models.ik.smplik.SolveOptions.keep: carried along the network's answer, its latent the
-    fallback start), else refined as it is). give_way: names of the pins that
+    fallback start), else refined from the pose on screen). give_way: names of the pins that
     give way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot,
     trans) of the pose on screen, whose feet Plant Feet keeps (default: read from the bones).
     refine: Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
@@ -124,8 +124,11 @@ def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refin
     net = load_smplik()
     drag = bool(dragged)
     keeping = drag and arm.smpl_ik.keep_pose and net.flow is not None
-    if current_pose is None and ((options.plant_feet and refine) or keeping):
+    if current_pose is None and (((options.plant_feet or drag) and refine) or keeping):
         current_pose = bridge.read_pose(arm, bridge.bone_axes(arm))
+    if drag and refine and not keeping:
+        # the last solution while it is the pose on screen: a step after one out of reach creeps on
+        current_pose = kept_pose(arm, current_pose, rest)
     plain = SolveOptions(refine=options if refine else None, mode=mode or DEFAULT_MODE, current_pose=current_pose,
                          warm_start=drag, restarts=restarts)
     if not keeping:

@@ -89,11 +89,13 @@ class SolveOptions:
     soft ones as close as they come), or None for the networks' pose as it is.
     mode (solve): "deterministic" (the network's one answer) or "natural" (the flow's latent
     origin: the least-cost pose the flow knows for these effectors).
-    current_pose: (local_rot (24, 3, 3), trans (3,)) of the pose on screen, if any: with
-    refine.plant_feet, ankles pinned by position keep its foot orientation.
+    current_pose: (local_rot (24, 3, 3), trans (3,)) of the pose on screen, if any, or the
+    IkSolution that put it there: with refine.plant_feet, ankles pinned by position keep its
+    foot orientation.
     warm_start (solve, with current_pose and refine): refine from the pose on screen instead of
     the network's guess, as a drag does from one step to the next: what nothing asks to move
-    stays where it was, and a few steps suffice.
+    stays where it was, and a few steps suffice. Where current_pose is a solution that missed
+    an effector, the step creeps on as a kept one does (CREEP_ITERATIONS, below).
     keep (solve, needs the flow): continuity with a pose, (local_rot, trans) or an IkSolution
     of an earlier solve, as a drag with Keep Pose does. The refinement starts from the kept
     pose itself; when it is a solution that met its effectors (within CARRY_MET) on this body
@@ -376,13 +378,15 @@ class SmplIk:
             local, trans = guess()
         if refine is None:
             return self._solution(local, trans, rest[0], condition)
-        creeping = keep is not None and _missed(keep)
+        # the drag's last step, where it missed: a kept pose, or the solution on screen a warm start refines
+        last = keep if keep is not None else current_pose if options.warm_start else None
+        creeping = _missed(last)
         first = replace(refine, iterations=min(refine.iterations, CREEP_ITERATIONS)) if creeping else refine
-        # a kept pose out of reach creeps on without the fallback start: while the drag stays as
+        # a pose out of reach creeps on without the fallback start: while the drag stays as
         # far out of reach, a limb straight toward its target stays straight
         solution = self.refine_from(effectors, (local, trans), rest[0], first, current_pose,
                                     None if creeping else fallback)
-        if creeping and _missed(solution) and not _no_nearer(solution, keep):
+        if creeping and _missed(solution) and not _no_nearer(solution, last):
             # the target came nearer than the kept pose got (back within reach, or a jump): the
             # refinement goes on as long as a solve's
             solution = self.refine_from(effectors, (solution.local_rot, solution.trans), rest[0], refine,
@@ -775,7 +779,10 @@ FALLBACK_SOFT_ERROR = 0.01  # a warm start this far from its soft targets (1 cm)
 
 
 def _pose_arrays(pose, name):
-    """(local_rot (24, 3, 3), trans (3,)) as float64 arrays, or a clear error naming `name`."""
+    """(local_rot (24, 3, 3), trans (3,)) (or an IkSolution's) as float64 arrays, or a clear
+    error naming `name`."""
+    if isinstance(pose, IkSolution):
+        pose = pose.local_rot, pose.trans
     try:
         local, trans = (np.asarray(x, dtype=np.float64) for x in pose)
     except (TypeError, ValueError):

@@ -348,6 +348,25 @@ def test_keep_pose_takes_the_pose_on_screen_after_an_edit_and_off_warm_starts(po
     assert np.abs(solution_world(arm, solution) - solution_world(arm, warm)).max() < 1e-6
 
 
+def test_with_keep_pose_and_plant_feet_off_a_drag_still_refines_the_pose_on_screen(posed):
+    """Without Plant Feet nothing else reads the pose on screen: the drag must, to start there
+    (it solved afresh from the network's guess every step)."""
+    arm, effs = posed
+    reach_in(effs)
+    solving, eff = ext("pose.solving"), ext("pose.effectors")
+    arm.smpl_ik.live = False
+    arm.smpl_ik.keep_pose = arm.smpl_ik.plant_feet = False
+    wrist = effs["right_wrist"]
+    wrist.location += Vector((0.03, -0.03, 0.03))
+    update()
+    effectors_, rest, options, on_screen = core_problem(arm, dragged={wrist.name})
+    warm = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, warm_start=True))
+    fresh = net().solve(effectors_, rest, solve_options(refine=options))
+    assert np.abs(solution_world(arm, warm) - solution_world(arm, fresh)).max() > 1e-4   # the two tell apart
+    solution = solving.solve_effectors(arm, eff.effectors_of(arm), dragged={wrist.name})
+    assert np.abs(solution_world(arm, solution) - solution_world(arm, warm)).max() < 1e-6
+
+
 def test_without_generative_weights_a_drag_refines_the_pose_on_screen(posed, monkeypatch):
     arm, effs = posed
     reach_in(effs)

@@ -386,12 +386,19 @@ def test_kept_steps_move_the_free_joints_less_than_warm_starts(shipped, held_out
     assert keep.mean() < warm.mean() and (keep < warm).sum() >= len(keep) // 2, (keep, warm)
 
 
+# a drag step from the last one's solution: with Keep Pose (kept) or without (a warm start from it)
+DRAG_STEPS = {"keep": lambda last: SolveOptions(mode="natural", current_pose=(last.local_rot, last.trans), keep=last),
+              "warm_start": lambda last: SolveOptions(current_pose=last, warm_start=True)}
+
+
 @SHIPPED
-def test_a_kept_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(shipped, held_out_poses, monkeypatch):
-    """The left wrist dragged 2 cm a step straight out along the arm until it is out of reach:
-    every step holds the pins within 1 mm; a step after one that missed refines
-    CREEP_ITERATIONS at most, once, without decoding a fallback start, and ends within 2 mm
-    of where a full solve from the same pose gets; one move back to the start goes on refining until it meets the wrist within 1 mm."""
+@pytest.mark.parametrize("step", sorted(DRAG_STEPS))
+def test_a_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(shipped, held_out_poses, monkeypatch, step):
+    """The left wrist dragged 2 cm a step straight out along the arm until it is out of reach,
+    with Keep Pose and without: every step holds the pins within 1 mm; a step after one that
+    missed refines CREEP_ITERATIONS at most, once, without decoding a fallback start, and ends
+    within 2 mm of where a full solve from the same pose gets; one move back to the start goes
+    on refining until it meets the wrist within 1 mm."""
     from models.ik import smplik
     from models.ik.refine import RefineOptions
 
@@ -417,7 +424,7 @@ def test_a_kept_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(sh
         missed = smplik._missed(last)
         on_screen = (last.local_rot, last.trans)
         iterations.clear(), decoded.clear()
-        now = shipped.solve(moved, rest[n], SolveOptions(mode="natural", current_pose=on_screen, keep=last))
+        now = shipped.solve(moved, rest[n], DRAG_STEPS[step](last))
         pins = [e for e in moved if not e.soft]
         assert measured_effector_errors(pins, now.local_rot, now.trans, rest[n]).max() < 1e-3, k
         if missed and smplik._no_nearer(now, last):
@@ -428,8 +435,7 @@ def test_a_kept_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(sh
             assert now.errors[2] < full.errors[2] + 2e-3, k
         last = now
     assert creeping >= 5 and now.errors[2] > 0.05             # the last steps went on out of reach
-    back = shipped.solve(effectors, rest[n], SolveOptions(mode="natural", current_pose=(now.local_rot, now.trans),
-                                                          keep=now))
+    back = shipped.solve(effectors, rest[n], DRAG_STEPS[step](now))
     assert measured_effector_errors(effectors, back.local_rot, back.trans, rest[n]).max() < 1e-3
 
 
