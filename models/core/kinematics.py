@@ -35,17 +35,23 @@ def depth_levels(parents):
 
 
 @lru_cache(maxsize=8)
-def _chains(parents):
-    """Each joint's parent (the root its own) and the (J, J) matrix of 1 where column k is
-    the joint of row j or one of its ancestors."""
-    parent = np.array([max(p, 0) for p in parents])
+def ancestor_matrix(parents):
+    """(J, J) read-only matrix of a skeleton (parents: a tuple, as forward_kinematics takes):
+    [j, k] is 1 where k is j or one of its ancestors (turning k moves j), else 0."""
     chain = np.zeros((len(parents), len(parents)))
     for j in range(len(parents)):
         k = j
         while k >= 0:
             chain[j, k] = 1.0
             k = parents[k]
-    return parent, chain
+    chain.flags.writeable = False
+    return chain
+
+
+@lru_cache(maxsize=8)
+def _parent_or_self(parents):
+    """Each joint's parent, the root its own."""
+    return np.array([max(p, 0) for p in parents])
 
 
 def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
@@ -68,10 +74,10 @@ def forward_kinematics(local_rot, rest_joints, parents, root_trans=None):
     for joints, their_parents in depth_levels(parents):  # all joints of one depth at once
         rots[..., joints, :, :] = rots[..., their_parents, :, :] @ local_rot[..., joints, :, :]
     # each joint's bone turned by its parent, summed down the chain (one product, not a level at a time)
-    parent, chain = _chains(parents)
+    parent = _parent_or_self(parents)
     bone = np.einsum("...jab,...jb->...ja", rots[..., parent, :, :], rest_joints - rest_joints[..., parent, :])
     bone[..., 0, :] = rest_joints[..., 0, :]
-    pos = chain.astype(rots.dtype, copy=False) @ bone
+    pos = ancestor_matrix(parents).astype(rots.dtype, copy=False) @ bone
     if root_trans is not None:
         pos = pos + np.asarray(root_trans)[..., None, :]
     return FKResult(rotations=rots, positions=pos)

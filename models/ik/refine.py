@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..core.kinematics import FKResult, forward_kinematics
+from ..core.kinematics import FKResult, ancestor_matrix, forward_kinematics
 from ..core.rotations import (axis_angle_to_matrix, euler_to_matrix, matrix_to_axis_angle, matrix_to_euler,
                               nearest_rotation, skew, unit)
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
@@ -35,12 +35,7 @@ from .cost import FOOT_JOINTS, carrying_feet, convex_hull, default_parts, outsid
 from .effectors import KIND_INDEX, Effector, EffectorKind, joint_of, kind_of
 
 # ANCESTOR[j, k]: k is j or one of its ancestors (turning k moves j).
-ANCESTOR = np.zeros((NUM_JOINTS, NUM_JOINTS))
-for _j in range(NUM_JOINTS):
-    _k = _j
-    while _k >= 0:
-        ANCESTOR[_j, _k] = 1.0
-        _k = PARENTS[_k]
+ANCESTOR = ancestor_matrix(tuple(PARENTS))
 POSITION, ROTATION, LOOK_AT = (KIND_INDEX[k] for k in (EffectorKind.POSITION, EffectorKind.ROTATION,
                                                          EffectorKind.LOOK_AT))
 # A hard effector counts as held within these (metres, radians); a soft one within its tolerance.

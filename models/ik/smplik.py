@@ -27,7 +27,7 @@ from ..core.skeleton import JOINT_INDEX, MIRROR, NUM_JOINTS, PARENTS
 from .effectors import Column, EffectorKind, Effector, encode_effectors, encode_positions, joint_of
 from .flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, check_samples, file_sha256
 from .hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, Hypotheses
-from .library import DEFAULT_LIBRARY, MIN_APART, PoseLibrary
+from .library import DEFAULT_LIBRARY, PoseLibrary
 from .nn import WEIGHTS_DIR, block_norm_pairs, fold_norms, linear, load_weights, residual_trunk, trunk_shapes
 from .refine import RefineOptions, arm_in_body, effector_errors, past_range, planted_feet, refine_many, refine_pose
 
@@ -651,11 +651,11 @@ class SmplIk:
         return (nearest_rotation(NATURAL_SHARE * local + (1 - NATURAL_SHARE) * mean),
                 NATURAL_SHARE * trans + (1 - NATURAL_SHARE) * places.mean(0))
 
-    def _library_starts(self, condition, effectors, rest_joints, count, apart=MIN_APART):
-        """`PoseLibrary.starts` for a Condition of one set: the network's pose gives the heading
-        (and the place, without position pins)."""
+    def _library_starts(self, condition, effectors, rest_joints, count, **options):
+        """`PoseLibrary.starts` for a Condition of one set (options: its keywords): the
+        network's pose gives the heading (and the place, without position pins)."""
         pelvis = condition.trans[0] + rest_joints[0]
-        return self.library.starts(effectors, rest_joints, count, (condition.local_rot[0, 0], pelvis), apart=apart)
+        return self.library.starts(effectors, rest_joints, count, (condition.local_rot[0, 0], pelvis), **options)
 
     def refine_from(self, effectors, start, rest_joints, options=RefineOptions(), current_pose=None, fallback=None):
         """Refine a pose for a list of Effectors: start (local_rot (24, 3, 3), trans (3,)) on rest
