@@ -9,7 +9,8 @@ describes:
                   x right, y down, z forward; optional), `joints_2d_px`, `visible_3d` /
                   `visible_2d` (all visible when absent) and the person's box `bbox_center_px`,
                   `bbox_scale_200px` (a square, 200 x scale pixels a side), with the joints named
-                  in `joint_names` in any order; names this script does not use are ignored
+                  in `joint_names` in any order; names this script does not use are ignored;
+                  optionally `up_camera`, the floor's up (3 numbers, the same axes as the joints)
   keypoints.json  2D labels only: COCO's format (the coco/ set; one frame per annotated person
                   with any keypoint labelled, hidden ones (v = 1) counted as placed, the box
                   COCO's `bbox`) or MPII's list (the mpii/ set; the box as labels.json's, from
@@ -72,6 +73,9 @@ the labels (visible_3d, or visible_2d for the 2D figure) count. Figures per meth
                  The labels' `head` joint is not used: in 3DHP it lies on the neck->head-top
                  chain, 1-5 cm off the line, so the plane it makes with them is ill-defined.
                  mediapipe_raw has no head top, so no crown figure
+  up_deg         (fit, where the labels have `up_camera`) angle between the floor's up as Pose
+                 from Photo takes it from the person (models.photo.fit.standing_up: how the
+                 camera's tilt is found) and the labelled up
 Each figure is the mean over frames of the per-frame figure (frames where a method fails or a
 figure cannot be measured are left out of that figure; `frames` per method counts the frames
 it scored). Writes JSON {"frames": N, "found": M, "data": DIR, "camera": ..., "methods": {NAME:
@@ -129,20 +133,22 @@ MEDIAPIPE_FACE = {"nose": 0, "left_ear": 7, "right_ear": 8}
 BODY_FACE = {"nose": "nose", "left_ear": "lear", "right_ear": "rear"}
 USED = frozenset(SMPL_JOINTS + FACE + CROWN)
 OPENCV_TO_CAMERA = np.array([1.0, -1.0, -1.0])
-FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "err2d_px", "overlay_mp", "head_deg")
+FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "limb_deg", "pck2d_gt", "err2d_px", "overlay_mp", "head_deg", "up_deg")
 
 
 @dataclass(frozen=True)
 class LabelledFrame:
     """One labelled image: joints_3d name -> (3,) metres in the camera's axes (+Y up, +Z toward
     the camera) and joints_2d name -> (2,) pixels, the visible ones of the names USED; box
-    (x0, y0, x1, y1) pixels."""
+    (x0, y0, x1, y1) pixels; up (3,) unit, the floor's up in the camera's axes (None: not
+    labelled)."""
 
     image: Path
     joints_3d: dict
     joints_2d: dict
     box: tuple
     person: int | None = None     # which labelled person of a photo with several
+    up: np.ndarray | None = None
 
     @property
     def box_diagonal_px(self):
@@ -159,6 +165,7 @@ class Estimate:
     points_3d: dict
     points_2d: dict | None = None
     overlay: float | None = None
+    up: np.ndarray | None = None
 
 
 def _visible(frame, key, count):
@@ -201,10 +208,21 @@ def read_labels(folder):
                 image=path.parent / entry["image"],
                 joints_3d=_named(entry, "joints_3d_camera_m", "visible_3d", names, 3, OPENCV_TO_CAMERA),
                 joints_2d=_named(entry, "joints_2d_px", "visible_2d", names, 2),
-                box=_square_box(entry["bbox_center_px"], entry["bbox_scale_200px"])))
+                box=_square_box(entry["bbox_center_px"], entry["bbox_scale_200px"]), up=_up(entry)))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SystemExit(f"{path}: cannot read the labels ({type(exc).__name__}: {exc})") from None
     return frames
+
+
+def _up(entry):
+    """The frame's labelled up (`up_camera`, OpenCV axes) as a unit vector in the camera's axes,
+    or None."""
+    if entry.get("up_camera") is None:
+        return None
+    up = np.asarray(entry["up_camera"], dtype=np.float64)
+    if up.shape != (3,) or not np.isfinite(up).all() or not np.linalg.norm(up) > 0:
+        raise ValueError(f"{entry.get('image')}: up_camera is not 3 finite numbers, not all zero")
+    return unit(up * OPENCV_TO_CAMERA)
 
 
 def _square_box(centre, scale_200px):
@@ -364,6 +382,8 @@ def score(estimate, frame):
                 out["err2d_px"] = float(np.nanmean(distance))
     if estimate.overlay is not None:
         out["overlay_mp"] = estimate.overlay
+    if estimate.up is not None and frame.up is not None:
+        out["up_deg"] = float(angle_deg(estimate.up, frame.up))
     return out
 
 
@@ -403,7 +423,8 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
         rot = forward_kinematics(fitted.local_rot, rest, PARENTS).rotations
         points = smpl_points(np.asarray(fitted.joints, dtype=np.float64), rot, offsets)
         flat = projected(points, fitted.camera)
-        out["fit"] = Estimate(points, flat, overlay_share(flat, detection))
+        up = photo_fit.standing_up(fitted.local_rot, fitted.trans, rest)
+        out["fit"] = Estimate(points, flat, overlay_share(flat, detection), up)
     except SmplIkError as exc:
         out["fit"] = str(exc)
     try:

@@ -31,6 +31,8 @@ not found on carries the pose the pipeline gave it):
   skate_mm      how far a foot joint (left_foot, right_foot: the ball) moves across the true
                 floor from frame to frame where the truth has that foot in contact on both
                 (mm/frame): models.core.metrics.foot_skating; `truth` gives the truth's own
+  up_deg        angle between the floor's up the pipeline found (VideoMotion.up: how it levels
+                the clip) and the truth's, mean over clips (degrees)
   fps           frames a second end to end: decoding, detecting and fitting, wall clock, on
                 whatever the machine is also doing
   found         share of frames the person was detected and fitted on
@@ -58,13 +60,13 @@ sys.path.insert(0, str(ROOT))
 from benchmark import trained_clips  # noqa: E402
 from benchmark_photo import rounded  # noqa: E402
 from models.core.files import write_json  # noqa: E402
-from models.core.metrics import acceleration_error, aligned_error, foot_skating, procrustes_error  # noqa: E402
+from models.core.metrics import acceleration_error, aligned_error, angle_deg, foot_skating, procrustes_error  # noqa: E402
 from models.core.skeleton import JOINT_INDEX  # noqa: E402
 from models.ik.nn import WEIGHTS_DIR  # noqa: E402
 from models.motion.bvh import find_bvh_files  # noqa: E402
 from render_motion_video import ENGINES, FOOT_JOINTS, RenderOptions, render_clip  # noqa: E402
 
-FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "accel_camera_mm", "skate_mm", "fps", "found")
+FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "accel_camera_mm", "skate_mm", "up_deg", "fps", "found")
 FEET = [JOINT_INDEX[n] for n in FOOT_JOINTS]
 
 
@@ -115,10 +117,10 @@ def joined(tracks):
     return np.concatenate([x for t in tracks for x in (t, gap)][:-1])
 
 
-def figures(predicted, truth, contact, up, seconds):
-    """The module docstring's figures (mm, mm/frame, mm/frame^2, frames a second) of predicted
-    joints (T_i, 24, 3) per clip against truth's, `contact` (T_i, 2) per clip, `up` (3,) per
-    clip, wall `seconds` per clip."""
+def figures(predicted, truth, contact, up, seconds, found_up):
+    """The module docstring's figures (mm, mm/frame, mm/frame^2, degrees, frames a second) of
+    predicted joints (T_i, 24, 3) per clip against truth's, `contact` (T_i, 2) per clip, `up`
+    (3,) per clip and the pipeline's `found_up` (3,) per clip, wall `seconds` per clip."""
     p, g = np.concatenate(predicted), np.concatenate(truth)
     pj, gj = joined(predicted), joined(truth)
     frames = len(p)
@@ -129,6 +131,7 @@ def figures(predicted, truth, contact, up, seconds):
             "accel_mm": 1000.0 * acceleration_error(pj - pj[:, :1], gj - gj[:, :1]),
             "accel_camera_mm": 1000.0 * acceleration_error(pj, gj),
             "skate_mm": 1000.0 * foot_skating(pj[:, FEET], joined([c.astype(float) for c in contact]) == 1, up_all),
+            "up_deg": float(np.mean([angle_deg(a, b) for a, b in zip(found_up, up)])),
             "fps": frames / float(np.sum(seconds))}
 
 
@@ -149,7 +152,7 @@ def run(truths, methods):
                                         "source_frames": [int(t.frames[0]), int(t.frames[-1])], "fps": t.fps,
                                         "methods": {}} for t in truths]}
     for name, video_options in methods.items():
-        predicted, true, contacts, ups, seconds, found = [], [], [], [], [], []
+        predicted, true, contacts, ups, found_ups, seconds, found = [], [], [], [], [], [], []
         for truth, record in zip(truths, out["per_clip"]):
             started = time.perf_counter()
             motion = pose_from_video(truth.video, options=video_options)
@@ -159,12 +162,13 @@ def run(truths, methods):
             true.append(g)
             contacts.append(c)
             ups.append(truth.up)
+            found_ups.append(np.asarray(motion.up, dtype=np.float64))
             found.append(np.asarray(motion.found, dtype=bool) if motion.found is not None else np.ones(len(p), bool))
-            record["methods"][name] = {**figures([p], [g], [c], [truth.up], [seconds[-1]]),
+            record["methods"][name] = {**figures([p], [g], [c], [truth.up], [seconds[-1]], [found_ups[-1]]),
                                        "found": float(found[-1].mean())}
             print(f"  {name} on {truth.video.name}: " + ", ".join(
                 f"{k} {v:.1f}" for k, v in record["methods"][name].items()), flush=True)
-        out["methods"][name] = {**figures(predicted, true, contacts, ups, seconds),
+        out["methods"][name] = {**figures(predicted, true, contacts, ups, seconds, found_ups),
                                 "found": float(np.concatenate(found).mean())}
     gj = joined([t.joints for t in truths])
     contact = joined([t.contact.astype(float) for t in truths]) == 1

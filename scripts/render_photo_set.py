@@ -15,7 +15,7 @@ models.photo.camera.default_camera assumes for the picture's size. The labels pe
 names) and the open body's nose, left_ear, right_ear (its face landmarks) and head_top (the
 rest mesh's highest vertex), in OpenCV's camera axes (x right, y down, z forward); the person's box `bbox_center_px`,
 `bbox_scale_200px`: a square 1.2 times the labelled points' larger extent, as 3DHP's boxes
-are. The rendered videos are kept in DIR/clips (a rerun with the same options reuses them).
+are; `up_camera` the floor's up (unit, the same axes). The rendered videos are kept in DIR/clips (a rerun with the same options reuses them).
 Every file is written whole or not at all, labels.json last. A clip that cannot be read or
 rendered is named and left out; the exit status is then 1.
 
@@ -93,7 +93,8 @@ def render_set(clips, out, options, azimuths=None):
                     lo, hi = pixels.min(0), pixels.max(0)
                     frames.append({"image": name, "joints_3d_camera_m": (points * OPENCV).tolist(),
                                    "joints_2d_px": pixels.tolist(), "bbox_center_px": ((lo + hi) / 2).tolist(),
-                                   "bbox_scale_200px": float(BOX_PAD * (hi - lo).max() / 200.0)})
+                                   "bbox_scale_200px": float(BOX_PAD * (hi - lo).max() / 200.0),
+                                   "up_camera": (truth.up * OPENCV).tolist()})
             finally:
                 video.release()
         except (SmplIkError, OSError, ValueError) as exc:

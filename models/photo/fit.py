@@ -679,23 +679,53 @@ FLOOR_TRUST = 0.25   # square metres: feet this far apart (0.5 m) weigh as much 
 
 
 SHINS = tuple((JOINT_INDEX[f"{side}_ankle"], JOINT_INDEX[f"{side}_knee"]) for side in ("left", "right"))
+# Both knees and both hips bent further than this (degrees from straight): the person sits, and
+# a seat, not the feet, carries the weight
+SEATED_DEG = 60.0
 
 
-def _standing_up(fit):
-    """(3,) unit: which way is up for a person, camera frame: their shins' mean direction, ankle
-    to knee, when the photo showed both legs' knees and ankles; else their pelvis's up."""
-    if all(fit.confident[a] and fit.confident[k] for a, k in SHINS):
-        return unit(sum(unit(fit.joints[k] - fit.joints[a]) for a, k in SHINS))
-    return fit.local_rot[0] @ [0.0, 1.0, 0.0]
+def _bent(joints, a, b, c):
+    """Degrees the chains a-b-c (joint numbers) of joints (..., 24, 3) bend at b (0: straight)."""
+    cos = np.einsum("...c,...c->...", unit(joints[..., a, :] - joints[..., b, :]), unit(joints[..., c, :] - joints[..., b, :]))
+    return 180.0 - np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def seated(joints):
+    """Whether poses' joints (..., 24, 3) sit: both knees and both hips bent past SEATED_DEG (the
+    hip's bend between the trunk, spine3 to hip, and the thigh); (...) bool."""
+    knees = np.minimum(*(_bent(joints, JOINT_INDEX[f"{s}_hip"], JOINT_INDEX[f"{s}_knee"], JOINT_INDEX[f"{s}_ankle"])
+                         for s in ("left", "right")))
+    hips = np.minimum(*(_bent(joints, JOINT_INDEX["spine3"], JOINT_INDEX[f"{s}_hip"], JOINT_INDEX[f"{s}_knee"])
+                        for s in ("left", "right")))
+    return (knees > SEATED_DEG) & (hips > SEATED_DEG)
+
+
+def standing_up(local_rot, trans, rest):
+    """(..., 3) unit: which way is up for people posed local_rot (..., 24, 3, 3), trans (..., 3)
+    on rest joints (24, 3), in the poses' frame (the camera's, for a fit). A body balances over
+    its feet: up runs from the feet (the ankle and ball joints' mean) to the centre of mass (the
+    open body's segment masses scaled to `rest`, models.ik.cost), so a walker's slanted shins,
+    a boxer's bent knees or a bow do not tilt it. Seated (`seated`) a seat carries the weight
+    and the shins stand upright: their mean direction, ankle to knee. Legs the photo did not
+    show count as the fit placed them: on pictures rendered from motion capture with a leg
+    MediaPipe was unsure of, that put the up 9.9 degrees off on average where the pelvis's up
+    was 33.4 off. scripts/benchmark_photo.py's up_deg measures it."""
+    from ..ik.cost import centre_of_mass, default_parts
+
+    fk = forward_kinematics(local_rot, rest, PARENTS, trans)
+    joints = fk.positions
+    feet = unit(centre_of_mass(fk, default_parts(rest).segments) - joints[..., list(FOOT_JOINTS), :].mean(axis=-2))
+    shins = unit(sum(unit(joints[..., k, :] - joints[..., a, :]) for a, k in SHINS))
+    return np.where(seated(joints)[..., None], shins, feet)
 
 
 def photo_scene(fits, rest_joints):
     """Place ImageFits of one photo (each person's rest joints in `rest_joints`, one (24, 3)
     each) in a PhotoScene. The camera's tilt is taken from the people, who stand on their feet:
-    the world's up is the mean direction of their shins, ankle to knee (where the photo shows
-    both knees and ankles; else their pelvises' up), weighted by their box diagonals, and the
-    camera is turned from its own frame by the shortest rotation that makes that up the world's
-    (a person bent forward keeps the camera level: their shins stand upright). With two people
+    the world's up is the mean of each one's up (`standing_up`: from their feet to their
+    centre of mass, or along their shins when they sit), weighted by their box diagonals, and
+    the camera is turned from its own frame by the shortest rotation that makes that up the
+    world's (a person bent forward or walking keeps a level camera level). With two people
     or more, that up is turned toward the one that puts every person's lowest foot on one plane,
     the more so the further apart they stand (FLOOR_TRUST). The floor is at
     the first person's lowest ankle or foot joint less its height at rest; every person keeps the
@@ -707,7 +737,7 @@ def photo_scene(fits, rest_joints):
     if not fits:
         raise SmplIkError("no people to place")
     weights = np.array([f.box_diagonal_px for f in fits])
-    up = unit(sum(w * _standing_up(f) for w, f in zip(weights, fits)))
+    up = unit(sum(w * standing_up(f.local_rot, f.trans, r) for w, f, r in zip(weights, fits, rests)))
     if len(fits) > 1:   # people stand on one floor: the up that puts their feet on one plane
         lowest = np.array([f.joints[list(FOOT_JOINTS)][np.argmin(f.joints[list(FOOT_JOINTS)] @ up)] for f in fits])
         spread = lowest[1:] - lowest[0]

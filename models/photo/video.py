@@ -21,7 +21,7 @@ from ..core.rotations import shortest_arc, unit
 from ..core.skeleton import JOINT_INDEX, PARENTS
 from .camera import camera_from_focal, camera_from_fov, check_image_size, default_camera
 from .detect import Detection, _missing, box_iou, detect_people, detection_of, grey_out, new_pose_solution
-from .fit import SHINS, fit_to_image
+from .fit import fit_to_image, standing_up
 from .image_size import image_size_from_header
 
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".wmv", ".flv")
@@ -41,6 +41,7 @@ SMOOTH_SIGMA_S = 0.05      # seconds: the Gaussian over the fitted rotations and
 CONTACT_HEIGHT = 0.08      # metres above the other foot (each foot's lowest joint, ankle or ball)
 CONTACT_SPEED = 0.6        # m/s across the line of sight: a fitted planted foot wobbles up to ~0.5, a swinging one 1.4-4
 FLOOR_SPREAD = 0.15        # metres (RMS): contact points spread this far fix the floor's tilt
+FLOOR_FLAT = 0.25          # ... where they lie this flat: RMS off their plane over their lesser spread along it
 FLOOR_PERCENTILE = 5       # the floor: this percentile of the lowest foot joint's height
 LOCK_TOLERANCE = 1e-3      # metres: a contact foot further from its lock is moved there by SMPL-IK
 LOCK_ITERATIONS = 4        # refinement steps a frame: the feet are millimetres off after the root moved
@@ -456,11 +457,12 @@ def _filled(values, found):
     return np.array(out)
 
 
-def _up(joints):
-    """(3,) unit: the floor's up in the camera's frame, the mean direction of the shins over
-    the clip (ankle to knee), as photo_scene takes it."""
-    shins = sum(unit(joints[:, k] - joints[:, a]) for a, k in SHINS)   # (T, 3)
-    up = shins.sum(axis=0)
+def _up(local_rot, trans, rest):
+    """(3,) unit: the floor's up in the camera's frame, the mean over the clip (local_rot (T, 24,
+    3, 3), trans (T, 3) on rest joints (24, 3)) of each frame's up as photo_scene takes it
+    (models.photo.fit.standing_up: from the feet to the centre of mass, along the shins when
+    seated)."""
+    up = standing_up(local_rot, trans, rest).sum(axis=0)
     return unit(up) if np.linalg.norm(up) > 1e-9 else np.array([0.0, 1.0, 0.0])
 
 
@@ -480,14 +482,19 @@ def _lateral_speed(points, fps):
 
 def _floor_up(points, up):
     """The floor's up from the foot points (N, 3) that rest on it and a first guess `up` (3,):
-    the normal of the plane through them where they spread both ways (FLOOR_SPREAD), `up`
-    turned square to their line where they spread one way, `up` itself where they do not."""
+    the normal of the plane through them where they spread both ways (FLOOR_SPREAD) and lie
+    flat (off the plane less than FLOOR_FLAT of their lesser spread along it), `up` itself
+    where they spread both ways but not flat (uneven ground, or contacts found wrong: no one
+    floor), `up` turned square to their line where they spread one way, `up` itself where
+    they do not."""
     if len(points) < 10:
         return up
     centred = points - points.mean(axis=0)
     _, sv, vt = np.linalg.svd(centred, full_matrices=False)
     spread = sv / np.sqrt(len(points))
     if spread[1] > FLOOR_SPREAD:
+        if spread[2] > FLOOR_FLAT * spread[1]:
+            return up
         normal = vt[2]
         return normal if normal @ up > 0 else -normal
     if spread[0] > FLOOR_SPREAD:
@@ -602,9 +609,9 @@ def _finish(frames, locals_, transes, found, rest, fps, options, name, notes):
     if options.temporal and options.smooth:
         local_rot, trans = smooth_poses(local_rot, trans, SMOOTH_SIGMA_S * fps)
     joints = forward_kinematics(local_rot, rest, PARENTS, trans).positions
-    shins = _up(joints)
-    contact, _ = foot_contacts(joints, fps, shins)
-    up, floor = floor_of(joints, contact, shins)
+    first = _up(local_rot, trans, rest)
+    contact, _ = foot_contacts(joints, fps, first)
+    up, floor = floor_of(joints, contact, first)
     if options.temporal and options.lock_feet and contact.any():
         local_rot, trans = lock_feet(local_rot, trans, rest, contact)
         joints = forward_kinematics(local_rot, rest, PARENTS, trans).positions

@@ -137,6 +137,26 @@ def test_labels_in_any_order_with_unknown_names(tmp_path):
         bp.read_labels(tmp_path)
 
 
+def test_the_up_figure_is_the_angle_to_the_labelled_up(tmp_path, pose):
+    names = ["left_knee"]
+    (tmp_path / "labels.json").write_text(json.dumps({"joint_names": names, "frames": [
+        {"image": "a.jpg", "joints_2d_px": [[1, 2]], "bbox_center_px": [0, 0], "bbox_scale_200px": 1,
+         "up_camera": [0.0, -2.0, 0.0]},
+        {"image": "b.jpg", "joints_2d_px": [[1, 2]], "bbox_center_px": [0, 0], "bbox_scale_200px": 1}]}))
+    a, b = bp.read_labels(tmp_path)
+    np.testing.assert_array_equal(a.up, [0.0, 1.0, 0.0])      # OpenCV's -Y is up, made unit
+    assert b.up is None
+    tilted = [0.0, np.cos(np.radians(20)), np.sin(np.radians(20))]
+    frame = bp.LabelledFrame(image=Path("x.jpg"), joints_3d=pose, joints_2d={}, box=(0, 0, 1, 1), up=a.up)
+    assert bp.score(bp.Estimate(pose, up=np.array(tilted)), frame)["up_deg"] == pytest.approx(20.0)
+    assert "up_deg" not in bp.score(bp.Estimate(pose), frame)     # no estimate, no figure
+    (tmp_path / "labels.json").write_text(json.dumps({"joint_names": names, "frames": [
+        {"image": "a.jpg", "joints_2d_px": [[1, 2]], "bbox_center_px": [0, 0], "bbox_scale_200px": 1,
+         "up_camera": [0, 0]}]}))
+    with pytest.raises(SystemExit, match="up_camera"):
+        bp.read_labels(tmp_path)
+
+
 def test_the_labelled_person_is_the_best_overlapping_detection():
     box = (100.0, 100.0, 300.0, 500.0)
     near, far, beside = (SimpleNamespace(bbox=b) for b in

@@ -223,8 +223,9 @@ def test_a_tiny_run_writes_both_methods_figures(tmp_path):
     assert report["frames"] == 12 and report["clips"] == ["002_05.bvh"] and report["data"] == str(VARIED)
     for method in ("video", "per_frame"):
         figures = report["methods"][method]
-        assert set(figures) >= {"mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "skate_mm", "fps"}
+        assert set(figures) >= {"mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "skate_mm", "up_deg", "fps"}
         assert 0 < figures["pa_mpjpe_mm"] <= figures["mpjpe_mm"] < 400
+        assert 0 <= figures["up_deg"] < 30     # the camera is tilted TILT_DEG: found within reason
         assert figures["fps"] > 0
     # the video pipeline's smoothing shows where the per-frame baseline jitters
     assert report["methods"]["video"]["accel_mm"] < report["methods"]["per_frame"]["accel_mm"]

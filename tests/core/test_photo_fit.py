@@ -11,6 +11,7 @@ from models.core.metrics import procrustes_error
 from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, unit
 from models.core.skeleton import JOINT_INDEX as J
 from models.core.skeleton import PARENTS
+from models.ik.cost import centre_of_mass, default_parts
 from models.photo import detect, fit
 from models.photo.camera import Camera, default_camera
 
@@ -256,19 +257,68 @@ def test_a_scene_stands_people_on_the_floor_and_keeps_the_overlay(open_body):
     assert abs(second[feet, 1].min() - first[feet, 1].min()) < 0.05   # on the same floor
 
 
-def test_a_person_bent_forward_leaves_a_level_camera_level(open_body):
-    """One person bowing 45 degrees at the hips, legs straight, seen by a level camera: the shins
-    say where up is, not the pelvis (which would tilt the camera 45 degrees)."""
-    camera = default_camera(1920, 1080)
+def balanced(local, rest):
+    """local (24, 3, 3) with the whole body turned about its left-right axis until its centre of
+    mass (the open body's segment masses) stands above its feet, as a person holds a pose."""
+    segments = default_parts(rest).segments
+    feet = [J["left_ankle"], J["right_ankle"], J["left_foot"], J["right_foot"]]
+    out = local.copy()
+    for _ in range(20):
+        fk = forward_kinematics(out, rest, PARENTS)
+        up = centre_of_mass(fk, segments) - fk.positions[feet].mean(axis=0)
+        out[0] = axis_angle_to_matrix(np.array([np.arctan2(-up[2], up[1]), 0.0, 0.0])) @ out[0]
+    return out
+
+
+def legs_pose(pelvis_pitch=0.0, hips=(0.0, 0.0), knees=(0.0, 0.0)):
+    """A pose turned 0.4 rad from the camera, pelvis pitched forward, left and right hips bent
+    forward and knees bent back by the given degrees."""
     aa = np.zeros((24, 3))
-    aa[0] = [np.radians(45.0), 0.4, 0.0]
-    aa[J["left_hip"]] = aa[J["right_hip"]] = [-np.radians(45.0), 0.0, 0.0]
-    local = axis_angle_to_matrix(aa)
-    det, _ = scene(open_body, local, camera)
+    aa[0] = [np.radians(pelvis_pitch), 0.4, 0.0]
+    for side, hip, knee in zip(("left", "right"), hips, knees):
+        aa[J[f"{side}_hip"]] = [-np.radians(hip), 0.0, 0.0]
+        aa[J[f"{side}_knee"]] = [np.radians(knee), 0.0, 0.0]
+    return axis_angle_to_matrix(aa)
+
+
+def shins_lean(local, rest):
+    """Degrees the shins' mean direction (ankle to knee) leans from up in a pose."""
+    joints = forward_kinematics(local, rest, PARENTS).positions
+    shins = sum(unit(joints[J[f"{s}_knee"]] - joints[J[f"{s}_ankle"]]) for s in ("left", "right"))
+    return np.degrees(np.arccos(unit(shins)[1]))
+
+
+@pytest.mark.parametrize("pose", [
+    dict(pelvis_pitch=45.0, hips=(45.0, 45.0)),               # a bow at the hips, legs straight
+    dict(hips=(30.0, -20.0), knees=(0.0, 30.0)),               # a walker's stride
+    dict(pelvis_pitch=15.0, hips=(40.0, 40.0), knees=(35.0, 35.0)),   # a boxer's bent knees
+])
+def test_a_person_balanced_over_their_feet_leaves_a_level_camera_level(open_body, pose):
+    """A person bowing, striding or standing with bent knees, their centre of mass over their
+    feet, seen by a level camera: the scene keeps the camera within 6 degrees of level, where
+    the pelvis (bent) or the shins (slanted) would tilt it more than twice as far."""
+    camera = default_camera(1920, 1080)
     rest = open_body.rest_joints(np.zeros(10))
+    local = balanced(legs_pose(**pose), rest)
+    det, _ = scene(open_body, local, camera)
     result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
-    assert np.degrees(np.arccos((result.local_rot[0] @ [0, 1.0, 0])[1])) > 35.0   # the pelvis is bent
-    truth = forward_kinematics(local, rest, PARENTS).positions     # the rest legs are not quite plumb
-    shins = sum(unit(truth[J[f"{s}_knee"]] - truth[J[f"{s}_ankle"]]) for s in ("left", "right"))
-    lean = np.degrees(np.arccos(unit(shins)[1]))
-    assert fit.photo_scene([result], [rest]).tilt_deg < lean + 3.0 < 15.0
+    lean = shins_lean(local, rest)
+    pelvis = np.degrees(np.arccos((local[0] @ [0, 1.0, 0])[1]))
+    tilt = fit.photo_scene([result], [rest]).tilt_deg
+    assert tilt < 6.0 and 2.0 * tilt < max(lean, pelvis)   # the shins or the pelvis would tilt it twice as far
+
+
+def test_a_seated_person_stands_the_camera_on_their_shins(open_body):
+    """Sitting on a chair (hips and knees bent 90 degrees), a seat carries the weight, not the
+    feet: the shins stand upright, so a level camera stays level (the centre of mass over the
+    feet would tilt it over 20 degrees)."""
+    camera = default_camera(1920, 1080)
+    rest = open_body.rest_joints(np.zeros(10))
+    local = legs_pose(hips=(90.0, 90.0), knees=(90.0, 90.0))
+    det, _ = scene(open_body, local, camera)
+    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
+    assert fit.seated(result.joints)
+    assert fit.photo_scene([result], [rest]).tilt_deg < shins_lean(local, rest) + 3.0 < 8.0
+    fk = forward_kinematics(local, rest, PARENTS)
+    over_feet = unit(centre_of_mass(fk, default_parts(rest).segments) - fk.positions[list(fit.FOOT_JOINTS)].mean(axis=0))
+    assert np.degrees(np.arccos(over_feet[1])) > 20.0

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import benchmark_photo  # noqa: E402
+import render_motion_video  # noqa: E402
 
 from models.photo.camera import default_camera  # noqa: E402
 
@@ -46,6 +47,9 @@ def test_pictures_and_labels_of_a_walk_that_the_benchmark_reads(tmp_path):
         pixels = np.array(entry["joints_2d_px"])
         np.testing.assert_allclose(camera.project(points), pixels, atol=1e-6)
         assert set(frame.joints_3d) >= {"left_shoulder", "right_knee", "neck", "nose", "head_top"}
+        # the floor's up, seen by a camera looking TILT_DEG down: leaning that far toward it
+        assert np.degrees(np.arccos(frame.up[1])) == pytest.approx(render_motion_video.TILT_DEG)
+        assert frame.up[2] > 0
         image = cv2.imread(str(frame.image))
         assert image.shape == (240, 320, 3)
         x0, y0, x1, y1 = frame.box

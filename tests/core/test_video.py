@@ -60,7 +60,7 @@ def test_contacts_and_locking_hold_standing_feet(open_body, rng):
     trans += 0.003 * rng.normal(size=(count, 3))
     trans[:, 2] -= 4.0                      # 4 m in front of the camera
     joints = forward_kinematics(local, rest, PARENTS, trans).positions
-    up = video._up(joints)
+    up = video._up(local, trans, rest)
     assert up[1] > 0.99
     contact, floor = video.foot_contacts(joints, 30.0, up)
     assert contact.all()
@@ -88,8 +88,8 @@ def test_a_swinging_foot_is_not_in_contact(open_body):
 def test_video_scene_levels_the_floor(open_body):
     """A motion seen by a camera tilted 20 degrees down: the scene turns it upright (the floor's
     up becomes +Y) and puts the feet at their rest height on its floor."""
-    from models.core.rotations import axis_angle_to_matrix, unit
-    from models.photo.fit import SHINS
+    from models.core.rotations import axis_angle_to_matrix
+    from models.photo.fit import standing_up
 
     rest = open_body.rest_joints(np.zeros(10))
     tilt = axis_angle_to_matrix(np.array([np.radians(20.0), 0.0, 0.0]))
@@ -97,7 +97,7 @@ def test_video_scene_levels_the_floor(open_body):
     local[:, 0] = tilt
     trans = np.array([0.3, -0.5, -4.0]) + np.zeros((5, 3))
     joints = forward_kinematics(local, rest, PARENTS, trans).positions
-    up = video._up(joints)   # the shins' direction, which at rest leans a few degrees off +Y
+    up = video._up(local, trans, rest)   # feet to the centre of mass: a few degrees off +Y at rest
     assert np.degrees(np.arccos(up @ tilt @ [0.0, 1.0, 0.0])) < 6.0
     _, floor = video.foot_contacts(joints, 30.0, up)
     motion = video.VideoMotion(local_rot=local, trans=trans, joints=joints, betas=np.zeros(10), fps=30.0,
@@ -107,8 +107,8 @@ def test_video_scene_levels_the_floor(open_body):
     placed = forward_kinematics(scene.local_rot, rest, PARENTS, scene.trans).positions
     np.testing.assert_allclose(placed[:, 0, [0, 2]], 0.0, atol=1e-9)           # the pelvis above the origin
     assert placed[:, FEET_JOINTS, 1].min() == pytest.approx(rest[FEET_JOINTS, 1].min(), abs=1e-9)
-    np.testing.assert_allclose(unit(np.mean([placed[0, k] - placed[0, a] for a, k in SHINS], axis=0)),
-                               [0.0, 1.0, 0.0], atol=1e-9)                         # the shins stand upright
+    np.testing.assert_allclose(standing_up(scene.local_rot, scene.trans, rest).mean(axis=0),
+                               [0.0, 1.0, 0.0], atol=1e-9)     # the body stands upright over its feet
     # the camera sees the scene as it saw the motion
     back = (placed - scene.camera_position) @ scene.camera_rotation
     np.testing.assert_allclose(back, joints, atol=1e-9)
