@@ -309,7 +309,8 @@ def test_a_folder_on_a_dask_cluster_gives_one_file_per_clip(tmp_path):
 def test_the_floor_comes_from_where_the_feet_rest(rng):
     """Contact points spread over a floor tilted 15 degrees toward the camera give its normal
     (within 1 degree, with 1 cm of noise on each point) whatever the first guess (20 degrees
-    off); points along one line turn the guess square to it; a few points leave it."""
+    off); points along one line turn the guess square to it; a few points, or points on uneven
+    ground (not flat), leave it."""
     from models.core.rotations import axis_angle_to_matrix, unit
 
     tilt = axis_angle_to_matrix(np.array([np.radians(15.0), 0.0, 0.0]))
@@ -324,6 +325,9 @@ def test_the_floor_comes_from_where_the_feet_rest(rng):
     square = video._floor_up(line, unit(guess))
     assert abs(square @ [1.0, 0.0, 0.0]) < 0.05 and angle(square, guess) > 5.0
     assert np.allclose(video._floor_up(points[:5], guess), guess)
+    # feet resting on uneven ground (heights 0.3 m apart at random): no one floor, the guess stays
+    bumpy = points + np.outer(rng.choice([0.0, 0.3], size=200), truth)
+    assert np.allclose(video._floor_up(bumpy, guess), guess)
 
 
 def test_a_foot_wobbling_in_depth_only_is_slow():
