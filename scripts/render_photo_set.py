@@ -13,9 +13,10 @@ clip from each, the pictures then named <clip>_az<degrees>_<n>.png), with the le
 models.photo.camera.default_camera assumes for the picture's size. The labels per picture
 (`image` its file name): `joints_3d_camera_m` and `joints_2d_px` of SMPL's 24 joints (their
 names) and the open body's nose, left_ear, right_ear (its face landmarks) and head_top (the
-rest mesh's highest vertex), in OpenCV's camera axes (x right, y down, z forward); the person's box `bbox_center_px`,
-`bbox_scale_200px`: a square 1.2 times the labelled points' larger extent, as 3DHP's boxes
-are; `up_camera` the floor's up (unit, the same axes). The rendered videos are kept in DIR/clips (a rerun with the same options reuses them).
+rest mesh's highest vertex), in OpenCV's camera axes (x right, y down, z forward); the
+person's box `bbox_center_px`, `bbox_scale_200px`: a square 1.2 times the labelled points'
+larger extent, as 3DHP's boxes are; `up_camera` the floor's up (unit, the same axes). The
+rendered videos are kept in DIR/clips (a rerun with the same options reuses them).
 Every file is written whole or not at all, labels.json last. A clip that cannot be read or
 rendered is named and left out; the exit status is then 1.
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics
+from ..core.metrics import angle_deg
 from ..core.rotations import unit
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from .detect import NUM_LANDMARKS
@@ -686,8 +687,7 @@ SEATED_DEG = 60.0
 
 def _bent(joints, a, b, c):
     """Degrees the chains a-b-c (joint numbers) of joints (..., 24, 3) bend at b (0: straight)."""
-    cos = np.einsum("...c,...c->...", unit(joints[..., a, :] - joints[..., b, :]), unit(joints[..., c, :] - joints[..., b, :]))
-    return 180.0 - np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+    return 180.0 - angle_deg(joints[..., a, :] - joints[..., b, :], joints[..., c, :] - joints[..., b, :])
 
 
 def seated(joints):

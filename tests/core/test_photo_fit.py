@@ -261,7 +261,7 @@ def balanced(local, rest):
     """local (24, 3, 3) with the whole body turned about its left-right axis until its centre of
     mass (the open body's segment masses) stands above its feet, as a person holds a pose."""
     segments = default_parts(rest).segments
-    feet = [J["left_ankle"], J["right_ankle"], J["left_foot"], J["right_foot"]]
+    feet = list(fit.FOOT_JOINTS)
     out = local.copy()
     for _ in range(20):
         fk = forward_kinematics(out, rest, PARENTS)
