@@ -20,6 +20,26 @@ def _filter(values, kernel):
     return sum(w * padded[i:i + len(values)] for i, w in enumerate(kernel))
 
 
+def local_linear(values, sigma):
+    """(T,) values (T,) smoothed by a straight line fitted about each frame under Gaussian
+    weights (sigma frames, > 0): a steady drift passes unchanged, to the clip's ends too, where
+    a Gaussian average lags behind it. Fewer than 3 values come back as they are."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) < 3:
+        return values.copy()
+    w = gaussian_kernel(sigma)
+    r = len(w) // 2
+    x = np.arange(-r, r + 1, dtype=np.float64)
+
+    def around(series, weights):   # sum over each frame's window (frames past the ends left out)
+        return np.convolve(series, weights[::-1], mode="full")[r:r + len(values)]
+
+    ones = np.ones(len(values))
+    s0, s1, s2 = around(ones, w), around(ones, w * x), around(ones, w * x * x)
+    t0, t1 = around(values, w), around(values, w * x)
+    return (s2 * t0 - s1 * t1) / (s0 * s2 - s1 * s1)
+
+
 def smooth_poses(local_rot, trans, sigma):
     """Gaussian-smoothed copies of local rotations (T, J, 3, 3) and translations (T, 3).
 
