@@ -36,12 +36,13 @@ ONE_EURO_MIN_CUTOFF = 1.5
 ONE_EURO_BETA = 20.0
 ONE_EURO_D_CUTOFF = 1.0
 SMOOTH_SIGMA_S = 0.05      # seconds: the Gaussian over the fitted rotations and root (1.5 frames at 30 fps)
-# seconds: the local straight line the root's distance from the camera is smoothed by (6 frames at
-# 30 fps; smooth_depth). The distance is what one frame decides least: on the held-out varied
-# clips it wandered 0.55 m and back over 8 frames of a walk toward the camera. Against none,
-# 0.1 / 0.2 / 0.3 / 0.5 s all calmed it alike (camera-frame acceleration, varied 11.99 ->
-# 10.38 / 10.17 / 9.73, m21 boxing 12.91 -> 11.31 / 10.97 / 10.95 / 10.73 mm/frame^2, joint
-# errors within 0.3 mm): 0.2 s is a person's fastest change of pace, not a fitted constant
+# seconds: the Gaussian weights of the local straight line the root's distance from the camera
+# is smoothed by (6 frames at 30 fps; smooth_depth). The distance is what one frame decides
+# least: on the held-out varied clips it wandered 0.55 m and back over 8 frames of a walk
+# toward the camera. 0.2 was chosen before measuring; against no such smoothing the width
+# hardly matters (camera-frame acceleration in mm/frame^2: varied 11.99 -> 10.38 / 10.17 /
+# 9.73 at 0.1 / 0.2 / 0.3 s; m21 boxing 12.91 -> 11.31 / 10.97 / 10.95 / 10.73 at 0.1 / 0.2 /
+# 0.3 / 0.5 s; joint errors within 0.3 mm)
 DEPTH_SIGMA_S = 0.2
 # A foot is in contact where it is low and slow: within CONTACT_HEIGHT of the other foot and
 # moving across the line of sight less than CONTACT_SPEED

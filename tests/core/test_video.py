@@ -343,8 +343,8 @@ def test_a_foot_wobbling_in_depth_only_is_slow():
 
 
 def test_the_distance_from_the_camera_is_smoothed_along_the_ray(open_body):
-    """A body walking toward the camera at 0.9 m/s whose fitted distance dips 0.4 m for five
-    frames (the wander one camera leaves, 003_02 of the varied clips): after the clip's
+    """A body walking toward the camera at 0.9 m/s whose fitted distance jumps 0.4 m further
+    for five frames (the wander one camera leaves, 003_02 of the varied clips): after the clip's
     smoothing the pelvis is within 0.13 m of the steady walk (the 1.5-frame Gaussian on the
     poses alone leaves most of the dip) and the walk away from the dip is kept to 1 cm. The
     smoothing moves each pelvis along its own ray through the camera (its place in the
