@@ -19,8 +19,9 @@ docstring says the rest) into the --cache folder, which reruns read instead. The
 the open neutral body at zero betas, as a user's run would, so the joint errors include the
 shape's.
 
-Methods: video, VideoOptions() (tracking, filters, foot locking); per_frame,
-VideoOptions(temporal=False). Figures, every joint, in the camera's frame (+X right, +Y up,
+Methods: video, VideoOptions() (tracking, filters, foot locking); video_shape,
+VideoOptions(fit_shape=True) (the same, the body's proportions fitted over the clip at the
+neutral body's height); per_frame, VideoOptions(temporal=False). Figures, every joint, in the camera's frame (+X right, +Y up,
 camera at the origin looking down -Z), over every frame of every clip (a frame the person was
 not found on carries the pose the pipeline gave it):
   mpjpe_mm      mean joint distance after moving both pelvises to the origin (mm)
@@ -37,7 +38,7 @@ not found on carries the pose the pipeline gave it):
                 whatever the machine is also doing
   found         share of frames the person was detected and fitted on
 Writes JSON {"frames": N, "clips": [...], "data": DIR, "render": {...}, "truth": {...},
-"methods": {"video": {...}, "per_frame": {...}}, "per_clip": [...]} atomically and prints a
+"methods": {"video": {...}, "video_shape": {...}, "per_frame": {...}}, "per_clip": [...]} atomically and prints a
 table.
 """
 import os
@@ -198,7 +199,8 @@ def main(argv=None):
     truths = render_clips(clips, args.frames_per_clip, args.max_frames, render, args.cache)
     if not truths:
         raise SystemExit("--max-frames leaves no clip 3 frames or more")
-    result = run(truths, {"video": VideoOptions(), "per_frame": VideoOptions(temporal=False)})
+    result = run(truths, {"video": VideoOptions(), "video_shape": VideoOptions(fit_shape=True),
+                          "per_frame": VideoOptions(temporal=False)})
     report = rounded({"frames": int(sum(len(t.frames) for t in truths)),
                       "clips": [Path(t.bvh).name for t in truths], "data": str(args.data), **result})
     print(f"{report['frames']} frames of {len(truths)} clips from {args.data}")

@@ -15,7 +15,8 @@ atomically: a failure leaves no file), with
 Each frame is tracked by MediaPipe, filtered, fitted through the camera (the default 55 degree
 diagonal field of view unless --focal-px or --fov gives the lens) warm-started from the frame
 before; the poses are smoothed and the feet held where they rest (docs/posing.md, "Pose from
-video"). Existing outputs are kept unless --overwrite. A failed file never leaves a partial
+video"). --fit-shape also fits the person's proportions over the clip and refits every frame
+with them. Existing outputs are kept unless --overwrite. A failed file never leaves a partial
 output and the others still run; the exit status is 1 if any file failed.
 """
 import argparse
@@ -36,7 +37,7 @@ def make_jobs(args):
     failures = [JobResult(source=i, output="", ok=False, error=e) for i, e in missing]
     jobs, claimed = [], {}
     options = VideoOptions(temporal=not args.per_frame, smooth=not args.no_smooth, lock_feet=not args.no_lock,
-                           focal_px=args.focal_px, fov_deg=args.fov)
+                           focal_px=args.focal_px, fov_deg=args.fov, fit_shape=args.fit_shape)
     for src, relative in found:
         target = out / relative.with_suffix(".npz")
         if target in claimed:
@@ -80,6 +81,9 @@ def main(argv=None):
                     help="the per-frame baseline: each frame detected and fitted alone, no filter, no foot locking")
     ap.add_argument("--no-smooth", action="store_true", help="no keypoint filter and no smoothing of the poses")
     ap.add_argument("--no-lock", action="store_true", help="do not hold feet in contact in place")
+    ap.add_argument("--fit-shape", action="store_true",
+                    help="fit the body's proportions to the person over the clip, at the body's height (betas in the "
+                         "file are then the fitted ones; a second, shorter pass)")
     ap.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     add_batch_options(ap)
     args = ap.parse_args(argv)

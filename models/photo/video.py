@@ -71,7 +71,10 @@ class VideoOptions:
     lock_feet: hold feet in contact where they rest (with temporal); focal_px: the camera's
     focal length in pixels, or fov_deg its field of view across the diagonal in degrees (both
     None: the default field of view, camera.DEFAULT_DIAGONAL_FOV_DEG: a video has no EXIF);
-    min_visibility: joints the detector is less sure of are left to the prior."""
+    min_visibility: joints the detector is less sure of are left to the prior; fit_shape: fit
+    the body's proportions to the person over the clip (models.photo.shape.clip_shape, at the
+    height of the body given) and refit every frame with them, a second pass over the fitted
+    frames (with temporal; the VideoMotion's betas are then the fitted ones)."""
 
     temporal: bool = True
     smooth: bool = True
@@ -79,6 +82,7 @@ class VideoOptions:
     focal_px: float | None = None
     fov_deg: float | None = None
     min_visibility: float = 0.5
+    fit_shape: bool = False
 
 
 @dataclass(frozen=True)
@@ -380,6 +384,8 @@ def video_steps(path, frame_start=0, frame_end=None, step=1, person=0, body=None
         tracker = _Tracker(reader.width, reader.height, person, options.temporal, options.smooth)
         camera = _camera(reader.width, reader.height, options)
         frames, locals_, transes, found = [], [], [], []
+        fitted_frames = []   # (index, detection, fit) of each frame fitted, for fit_shape
+        shaping = options.temporal and options.fit_shape
         previous = None
         frame = start
         bgr = reader.read()
@@ -403,7 +409,9 @@ def video_steps(path, frame_start=0, frame_end=None, step=1, person=0, body=None
             transes.append(None if fitted is None else fitted.trans)
             if fitted is not None:
                 previous = fitted
-            yield len(frames), max(total, len(frames))
+                if shaping:
+                    fitted_frames.append((len(frames) - 1, detection, fitted))
+            yield len(frames), (2 if shaping else 1) * max(total, len(frames))
             frame += step
             bgr = None if frame_end is not None and frame >= frame_end else reader.read(step - 1)
         if not frames:
@@ -414,6 +422,9 @@ def video_steps(path, frame_start=0, frame_end=None, step=1, person=0, body=None
                               "one person's body, most of it in the frame)")
         fps = reader.fps / step
         notes = [reader.fps_note] if reader.fps_note else []
+        if shaping:
+            betas, rest = yield from _refit_with_shape(fitted_frames, locals_, transes, camera, body, betas,
+                                                       options, len(frames), notes)
         motion = _finish(frames, locals_, transes, found, rest, fps, options, name, notes)
         return VideoMotion(local_rot=motion[0], trans=motion[1], joints=motion[2], betas=betas.copy(), fps=fps,
                            frames=np.array(frames), contact=motion[3], camera=camera, notes=tuple(notes),
@@ -423,6 +434,29 @@ def video_steps(path, frame_start=0, frame_end=None, step=1, person=0, body=None
         if tracker is not None:
             tracker.close()
         reader.close()
+
+
+def _refit_with_shape(fitted_frames, locals_, transes, camera, body, betas, options, count, notes):
+    """VideoOptions.fit_shape's second pass (a generator yielding progress as video_steps does,
+    after its `count` frames): the person's shape over the clip (clip_shape), then each fitted
+    frame refitted with it from its first fit (WARM_ITERATIONS steps), in place in locals_ and
+    transes. Returns (betas, rest joints); a frame that fails to refit keeps its first fit."""
+    from .shape import clip_shape
+
+    shape, note = clip_shape([f for _, _, f in fitted_frames], [d for _, d, _ in fitted_frames], camera, body, betas)
+    if note:
+        notes.append(note)
+    rest = body.rest_joints(shape)
+    for done, (index, detection, first) in enumerate(fitted_frames, start=1):
+        if not note:
+            try:
+                again = fit_to_image(detection, rest, camera, body=body, betas=shape, min_visibility=options.min_visibility,
+                                     start=(first.local_rot, first.trans), iterations=WARM_ITERATIONS)
+                locals_[index], transes[index] = again.local_rot, again.trans
+            except SmplIkError:
+                pass
+        yield count + round(done * count / len(fitted_frames)), 2 * count
+    return shape, rest
 
 
 def pose_from_video(path, frame_start=0, frame_end=None, step=1, person=0, body=None, betas=None,

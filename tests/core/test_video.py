@@ -306,6 +306,19 @@ def test_a_folder_on_a_dask_cluster_gives_one_file_per_clip(tmp_path):
     assert again.returncode == 0 and "skipped" in again.stdout
 
 
+def test_the_script_writes_the_shape_it_fitted(tmp_path):
+    """--fit-shape: the motion file's betas are the person's, fitted over the clip (12
+    frames), not the average body's zeros; without it they stay zero."""
+    needs_video()
+    clip = video_clips.standing_clip(tmp_path / "a.mp4", frames=12)
+    for flags, fitted in (((), False), (("--fit-shape",), True)):
+        out = tmp_path / ("shaped" if fitted else "plain")
+        r = run_script(clip, "--out", out, *flags)
+        assert r.returncode == 0, r.stdout + r.stderr
+        with np.load(out / "a.npz", allow_pickle=False) as f:
+            assert (np.abs(f["betas"]).max() > 0.05) == fitted
+
+
 def test_the_floor_comes_from_where_the_feet_rest(rng):
     """Contact points spread over a floor tilted 15 degrees toward the camera give its normal
     (within 1 degree, with 1 cm of noise on each point) whatever the first guess (20 degrees
@@ -369,3 +382,27 @@ def test_the_distance_from_the_camera_is_smoothed_along_the_ray(open_body):
     assert np.allclose(moved / np.linalg.norm(moved, axis=1, keepdims=True),
                        fitted / np.linalg.norm(fitted, axis=1, keepdims=True), atol=1e-12)
     assert np.allclose(-moved[:, 2], local_linear(-fitted[:, 2], 6.0), atol=1e-12)
+
+
+def test_the_shape_fitted_over_the_clip(standing):
+    """VideoOptions(fit_shape=True): the motion comes with the person's betas (not the
+    average body's) at the average body's height, its joints are that body's, and the
+    progress counts both passes up to done == total."""
+    from models.body.model import load_body_model
+    from models.photo.shape import body_height
+
+    path, _ = standing
+    steps = video.video_steps(path, options=video.VideoOptions(fit_shape=True))
+    progress = []
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            progress.append(next(steps))
+    motion = stop.value.value
+    body = load_body_model()
+    assert np.abs(motion.betas).max() > 0.05
+    assert body_height(body, motion.betas) == pytest.approx(body_height(body, np.zeros(10)), abs=1e-3)
+    rest = body.rest_joints(motion.betas)
+    np.testing.assert_allclose(forward_kinematics(motion.local_rot, rest, PARENTS, motion.trans).positions,
+                               motion.joints, atol=1e-9)
+    done = [d for d, _ in progress]
+    assert done == sorted(done) and progress[-1][0] == progress[-1][1] == 2 * 24
