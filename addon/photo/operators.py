@@ -112,6 +112,10 @@ class SMPL_IK_OT_pose_from_video(StepsOperator, bpy.types.Operator):
                          description="Filter the keypoints (One Euro) and smooth the fitted poses")
     lock_feet: BoolProperty(name="Lock Feet", default=True,
                             description="Hold a foot where it rests while it is on the floor (no skating)")
+    fit_shape: BoolProperty(name="Fit Shape", default=True,
+                            description="For a new body: fit its proportions to the person over the clip (at the "
+                                        "average height, which one camera cannot see). An active body keeps its "
+                                        "own shape")
     field_of_view: FloatProperty(name="Field of View", default=0.0, min=0.0, max=170.0,
                                  description="The camera's field of view across the diagonal, degrees "
                                              "(0: the default 55, as for a photo without EXIF)")
@@ -138,7 +142,8 @@ class SMPL_IK_OT_pose_from_video(StepsOperator, bpy.types.Operator):
         arm = body_of(obj.smpl_ik_effector.body if is_effector(obj) else obj)
         return pose_from_video_steps(context, arm, VideoSceneOptions(
             filepath=self.filepath, frame_start=self.frame_start, frame_end=self.frame_end, step=self.step,
-            person=self.person, smooth=self.smooth, lock_feet=self.lock_feet, field_of_view=self.field_of_view,
+            person=self.person, smooth=self.smooth, lock_feet=self.lock_feet, fit_shape=self.fit_shape,
+            field_of_view=self.field_of_view,
             add_camera=self.camera, set_frame_rate=self.set_frame_rate))
 
     def _done(self, result):

@@ -30,7 +30,9 @@ class VideoSceneOptions:
     """What Pose from Video is asked to do. frame_start, frame_end: the video's frames used,
     counted from 0, frame_end the last one (-1: to the end); step: every step-th of them;
     person: 1 the largest on the first frame with people (then followed through the clip);
-    smooth, lock_feet: models.photo.video.VideoOptions'; field_of_view: the camera's, degrees
+    smooth, lock_feet: models.photo.video.VideoOptions'; fit_shape: for a new body, its
+    proportions fitted to the person over the clip (VideoOptions.fit_shape; an existing body
+    keeps its shape); field_of_view: the camera's, degrees
     across the diagonal (0: the default, as for a photo without EXIF); add_camera: add the
     camera with the clip as its background, as the scene's camera, the render size the
     video's; set_frame_rate: the scene's frame rate becomes the video's, so the clip and the
@@ -43,6 +45,7 @@ class VideoSceneOptions:
     person: int = 1
     smooth: bool = True
     lock_feet: bool = True
+    fit_shape: bool = True
     field_of_view: float = 0.0
     add_camera: bool = True
     set_frame_rate: bool = True
@@ -79,10 +82,10 @@ class VideoResult:
         return text
 
 
-def _video_options(options):
+def _video_options(options, new_body):
     from ...models.photo.video import VideoOptions
 
-    return VideoOptions(smooth=options.smooth, lock_feet=options.lock_feet,
+    return VideoOptions(smooth=options.smooth, lock_feet=options.lock_feet, fit_shape=options.fit_shape and new_body,
                         fov_deg=options.field_of_view if options.field_of_view > 0 else None)
 
 
@@ -113,10 +116,9 @@ def pose_from_video_steps(context, arm, options):
         body, body_path, betas = load_body_model(), "", np.zeros(NUM_BETAS)
     else:
         body, body_path, betas = body_model_of(arm), arm.smpl_ik.body_path, np.array(arm.smpl_ik.applied_betas[:])
-    rest = body.rest_joints(betas)
     end = None if options.frame_end < 0 else options.frame_end + 1
     steps = video_steps(path, options.frame_start, end, options.step, options.person - 1, body, betas,
-                        _video_options(options))
+                        _video_options(options, arm is None))
     try:
         while True:
             done, total = next(steps)
@@ -127,6 +129,8 @@ def pose_from_video_steps(context, arm, options):
         steps.close()
 
     scene = context.scene
+    betas = motion.betas   # the person's, where a new body's shape was fitted
+    rest = body.rest_joints(betas)
     levelled = video_scene(motion, rest)
     floor = float(body.rest_floor_point(betas)[1])   # the soles' floor under the feet, as levelled
     clip_motion = MotionFile(poses=matrix_to_axis_angle(levelled.local_rot), trans=levelled.trans, betas=betas,

@@ -55,14 +55,14 @@ def world_joints(arm, names):
 @needs_photo
 def test_every_frame_is_keyed_with_the_feet_held_and_seen_through_the_videos_camera(clip):
     """A new body keyed on all 12 frames (the scene at the video's 30 fps, so one key per
-    video frame), the standing feet moving under 1 mm a frame (locked: they are held to 1 mm
+    video frame) with the person's proportions (Fit Shape, as the core fit gives them), the standing feet moving under 1 mm a frame (locked: they are held to 1 mm
     by the refinement, and a lock does not move; unlocked they wobble by millimetres), and
     through the camera it adds, the body's joints land on the pixels the core fit put them
     (within 2 pixels: the scene levelling, the floor and the camera placement agree)."""
     from bpy_extras.object_utils import world_to_camera_view
     from mathutils import Vector
     from models.core.skeleton import JOINT_NAMES
-    from models.photo.video import pose_from_video
+    from models.photo.video import VideoOptions, pose_from_video
 
     scene = bpy.context.scene
     scene.render.fps = 24
@@ -81,8 +81,10 @@ def test_every_frame_is_keyed_with_the_feet_held_and_seen_through_the_videos_cam
     assert (scene.render.resolution_x, scene.render.resolution_y) == video_clips.SIZE
 
     feet = []
-    core = pose_from_video(clip)
+    core = pose_from_video(clip, options=VideoOptions(fit_shape=True))   # a new body's shape is fitted
     assert core.contact.mean(axis=0).min() >= 0.9   # both feet stand on the floor
+    assert np.abs(core.betas).max() > 0.05
+    np.testing.assert_allclose(arm.smpl_ik.applied_betas[:], core.betas, atol=1e-6)
     for k, frame in enumerate(range(1, FRAMES + 1)):
         scene.frame_set(frame)
         feet.append(world_joints(arm, FEET))
@@ -107,6 +109,7 @@ def test_the_active_body_is_keyed_and_one_undo_takes_it_all_back(clip):
         done = bpy.ops.smpl_ik.pose_from_video(filepath=str(clip), frame_end=5, step=2, lock_feet=False)
         assert bpy.context.active_object == arm and len(bpy.data.armatures) == 1
         assert arm.animation_data.action is not None
+        assert np.array_equal(arm.smpl_ik.applied_betas[:], np.zeros(10))   # Fit Shape leaves it its shape
         return done
 
     undo_restores(run, bpy.types.SMPL_IK_OT_pose_from_video, scene_state)
