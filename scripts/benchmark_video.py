@@ -21,7 +21,9 @@ shape's.
 
 Methods: video, VideoOptions() (tracking, filters, foot locking); video_shape,
 VideoOptions(fit_shape=True) (the same, the body's proportions fitted over the clip at the
-neutral body's height); per_frame, VideoOptions(temporal=False). Figures, every joint, in the camera's frame (+X right, +Y up,
+neutral body's height); video_shape_height, the same at the rendered body's own height (as
+given by someone who knows the person's height: VideoOptions(height_m=...)); per_frame,
+VideoOptions(temporal=False). Figures, every joint, in the camera's frame (+X right, +Y up,
 camera at the origin looking down -Z), over every frame of every clip (a frame the person was
 not found on carries the pose the pipeline gave it):
   mpjpe_mm      mean joint distance after moving both pelvises to the origin (mm)
@@ -38,7 +40,8 @@ not found on carries the pose the pipeline gave it):
                 whatever the machine is also doing
   found         share of frames the person was detected and fitted on
 Writes JSON {"frames": N, "clips": [...], "data": DIR, "render": {...}, "truth": {...},
-"methods": {"video": {...}, "video_shape": {...}, "per_frame": {...}}, "per_clip": [...]} atomically and prints a
+"methods": {"video": {...}, "video_shape": {...}, "video_shape_height": {...}, "per_frame": {...}},
+"per_clip": [...]} atomically and prints a
 table.
 """
 import os
@@ -144,9 +147,19 @@ def score_clip(motion, truth):
     return np.asarray(motion.joints, dtype=np.float64), truth.joints[frames], truth.contact[frames]
 
 
+def truth_height(truth):
+    """The height (metres) of the body a clip was rendered with: the open body in the actor's
+    shape, as a user who knows the person's height would give it."""
+    from models.body.model import load_body_model
+    from models.photo.shape import body_height
+
+    return body_height(load_body_model(), truth.betas)
+
+
 def run(truths, methods):
     """{"methods": {name: figures}, "truth": {...}, "per_clip": [...], "render": {...}} over
-    rendered clips (ClipTruth); methods name -> VideoOptions."""
+    rendered clips (ClipTruth); methods name -> VideoOptions, or a callable giving a clip's
+    VideoOptions from its ClipTruth."""
     from models.photo.video import pose_from_video
 
     out = {"methods": {}, "per_clip": [{"clip": t.video.name, "bvh": Path(t.bvh).name, "frames": len(t.frames),
@@ -156,7 +169,8 @@ def run(truths, methods):
         predicted, true, contacts, ups, found_ups, seconds, found = [], [], [], [], [], [], []
         for truth, record in zip(truths, out["per_clip"]):
             started = time.perf_counter()
-            motion = pose_from_video(truth.video, options=video_options)
+            motion = pose_from_video(truth.video, options=video_options(truth) if callable(video_options)
+                                     else video_options)
             seconds.append(time.perf_counter() - started)
             p, g, c = score_clip(motion, truth)
             predicted.append(p)
@@ -200,6 +214,7 @@ def main(argv=None):
     if not truths:
         raise SystemExit("--max-frames leaves no clip 3 frames or more")
     result = run(truths, {"video": VideoOptions(), "video_shape": VideoOptions(fit_shape=True),
+                          "video_shape_height": lambda truth: VideoOptions(height_m=truth_height(truth)),
                           "per_frame": VideoOptions(temporal=False)})
     report = rounded({"frames": int(sum(len(t.frames) for t in truths)),
                       "clips": [Path(t.bvh).name for t in truths], "data": str(args.data), **result})

@@ -16,7 +16,7 @@ Each frame is tracked by MediaPipe, filtered, fitted through the camera (the def
 diagonal field of view unless --focal-px or --fov gives the lens) warm-started from the frame
 before; the poses are smoothed and the feet held where they rest (docs/posing.md, "Pose from
 video"). --fit-shape also fits the person's proportions over the clip and refits every frame
-with them. Existing outputs are kept unless --overwrite. A failed file never leaves a partial
+with them, at the body's height or the person's (--height). Existing outputs are kept unless --overwrite. A failed file never leaves a partial
 output and the others still run; the exit status is 1 if any file failed.
 """
 import argparse
@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.motion.batch import JobResult  # noqa: E402
-from models.photo.video import VideoJob, VideoOptions, find_video_files, run_video_job  # noqa: E402
+from models.photo.video import (MAX_HEIGHT_M, MIN_HEIGHT_M, VideoJob, VideoOptions, find_video_files,  # noqa: E402
+                                 run_video_job)
 from retarget import add_batch_options, check_batch_options, run_batch  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def make_jobs(args):
     failures = [JobResult(source=i, output="", ok=False, error=e) for i, e in missing]
     jobs, claimed = [], {}
     options = VideoOptions(temporal=not args.per_frame, smooth=not args.no_smooth, lock_feet=not args.no_lock,
-                           focal_px=args.focal_px, fov_deg=args.fov, fit_shape=args.fit_shape)
+                           focal_px=args.focal_px, fov_deg=args.fov, fit_shape=args.fit_shape, height_m=args.height)
     for src, relative in found:
         target = out / relative.with_suffix(".npz")
         if target in claimed:
@@ -84,6 +85,8 @@ def main(argv=None):
     ap.add_argument("--fit-shape", action="store_true",
                     help="fit the body's proportions to the person over the clip, at the body's height (betas in the "
                          "file are then the fitted ones; a second, shorter pass)")
+    ap.add_argument("--height", type=float, metavar="METRES",
+                    help="the person's height where known: the fitted shape keeps it (implies --fit-shape)")
     ap.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     add_batch_options(ap)
     args = ap.parse_args(argv)
@@ -94,6 +97,8 @@ def main(argv=None):
         ap.error(f"--fov {args.fov:g}: a field of view is between 0 and 180 degrees")
     if args.focal_px is not None and not args.focal_px > 0:
         ap.error(f"--focal-px {args.focal_px:g}: a focal length is above 0 pixels")
+    if args.height is not None and not MIN_HEIGHT_M <= args.height <= MAX_HEIGHT_M:
+        ap.error(f"--height {args.height:g}: a person's height is between {MIN_HEIGHT_M:g} and {MAX_HEIGHT_M:g} metres")
 
     jobs, failures = make_jobs(args)
     results = run_batch(jobs, failures, args, work=run_video_job)

@@ -114,8 +114,11 @@ class SMPL_IK_OT_pose_from_video(StepsOperator, bpy.types.Operator):
                             description="Hold a foot where it rests while it is on the floor (no skating)")
     fit_shape: BoolProperty(name="Fit Shape", default=True,
                             description="For a new body: fit its proportions to the person over the clip (at the "
-                                        "average height, which one camera cannot see). An active body keeps its "
-                                        "own shape")
+                                        "average height, or the Height given). An active body keeps its own "
+                                        "shape")
+    height: FloatProperty(name="Height", default=0.0, min=0.0, max=2.6, subtype="DISTANCE", unit="LENGTH",
+                          description="The person's height, where you know it (0: unknown, the average body's "
+                                      "height is kept: one camera cannot see a person's size); with Fit Shape")
     field_of_view: FloatProperty(name="Field of View", default=0.0, min=0.0, max=170.0,
                                  description="The camera's field of view across the diagonal, degrees "
                                              "(0: the default 55, as for a photo without EXIF)")
@@ -143,7 +146,7 @@ class SMPL_IK_OT_pose_from_video(StepsOperator, bpy.types.Operator):
         return pose_from_video_steps(context, arm, VideoSceneOptions(
             filepath=self.filepath, frame_start=self.frame_start, frame_end=self.frame_end, step=self.step,
             person=self.person, smooth=self.smooth, lock_feet=self.lock_feet, fit_shape=self.fit_shape,
-            field_of_view=self.field_of_view,
+            height=self.height, field_of_view=self.field_of_view,
             add_camera=self.camera, set_frame_rate=self.set_frame_rate))
 
     def _done(self, result):

@@ -32,7 +32,8 @@ class VideoSceneOptions:
     person: 1 the largest on the first frame with people (then followed through the clip);
     smooth, lock_feet: models.photo.video.VideoOptions'; fit_shape: for a new body, its
     proportions fitted to the person over the clip (VideoOptions.fit_shape; an existing body
-    keeps its shape); field_of_view: the camera's, degrees
+    keeps its shape), at `height` metres where that is above 0 (the person's, known), else at
+    the average body's; field_of_view: the camera's, degrees
     across the diagonal (0: the default, as for a photo without EXIF); add_camera: add the
     camera with the clip as its background, as the scene's camera, the render size the
     video's; set_frame_rate: the scene's frame rate becomes the video's, so the clip and the
@@ -46,6 +47,7 @@ class VideoSceneOptions:
     smooth: bool = True
     lock_feet: bool = True
     fit_shape: bool = True
+    height: float = 0.0
     field_of_view: float = 0.0
     add_camera: bool = True
     set_frame_rate: bool = True
@@ -85,7 +87,9 @@ class VideoResult:
 def _video_options(options, new_body):
     from ...models.photo.video import VideoOptions
 
-    return VideoOptions(smooth=options.smooth, lock_feet=options.lock_feet, fit_shape=options.fit_shape and new_body,
+    shaped = options.fit_shape and new_body
+    return VideoOptions(smooth=options.smooth, lock_feet=options.lock_feet, fit_shape=shaped,
+                        height_m=options.height if shaped and options.height > 0 else None,
                         fov_deg=options.field_of_view if options.field_of_view > 0 else None)
 
 

@@ -6,7 +6,8 @@ between people. Over many frames in many poses the noise averages out. `clip_sha
 ten betas to the keypoints of up to SHAPE_FRAMES frames at once, each frame's pose as it was
 fitted and each frame's root placed where its keypoints put it. One camera cannot tell a
 person's size (a larger body further away looks the same), so it then returns the betas whose
-bones keep those proportions at the height of the body it started from.
+bones keep those proportions at the person's height where it is known, else at the height of
+the body it started from.
 """
 import numpy as np
 
@@ -51,11 +52,12 @@ def _gauss_newton(residuals, start, step, iterations, stop):
     return x
 
 
-def clip_shape(fits, detections, camera, body, betas):
+def clip_shape(fits, detections, camera, body, betas, height=None):
     """(betas (10,), note) for one person seen in many frames through `camera`: `fits` their
     ImageFits (or anything with local_rot and trans) and `detections` the Detections they were
-    fitted to, one each; body the BodyModel, betas the shape the fits were made with (its
-    height is kept). Fewer than MIN_SHAPE_FRAMES frames: `betas` as given and a note why."""
+    fitted to, one each; body the BodyModel, betas the shape the fits were made with; height
+    the person's in metres where known (None: the height of the body of `betas` is kept).
+    Fewer than MIN_SHAPE_FRAMES frames: `betas` as given and a note why."""
     from .fit import KEYPOINTS, MIN_CONFIDENCE, ROBUST_SCALE, _body_points, _solve_root_translation
 
     betas = np.asarray(betas, dtype=np.float64)
@@ -93,7 +95,8 @@ def clip_shape(fits, detections, camera, body, betas):
         return np.concatenate(rows + [SHAPE_PRIOR * shape])
 
     seen_shape = _gauss_newton(keypoint_rows, betas, SHAPE_STEP, SHAPE_ITERATIONS, SHAPE_STEP)
-    target, height = proportions(body, seen_shape), body_height(body, betas)
+    target = proportions(body, seen_shape)
+    height = body_height(body, betas) if height is None else float(height)
 
     def proportion_rows(shape):
         """How far the bones' proportions are from the seen shape's (relative), the height

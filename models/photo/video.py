@@ -74,7 +74,9 @@ class VideoOptions:
     min_visibility: joints the detector is less sure of are left to the prior; fit_shape: fit
     the body's proportions to the person over the clip (models.photo.shape.clip_shape, at the
     height of the body given) and refit every frame with them, a second pass over the fitted
-    frames (with temporal; the VideoMotion's betas are then the fitted ones)."""
+    frames (with temporal; the VideoMotion's betas are then the fitted ones); height_m: the
+    person's height in metres where known (between MIN_HEIGHT_M and MAX_HEIGHT_M): the shape
+    is fitted as with fit_shape and keeps that height instead."""
 
     temporal: bool = True
     smooth: bool = True
@@ -83,6 +85,10 @@ class VideoOptions:
     fov_deg: float | None = None
     min_visibility: float = 0.5
     fit_shape: bool = False
+    height_m: float | None = None
+
+
+MIN_HEIGHT_M, MAX_HEIGHT_M = 0.5, 2.6   # a person's height, metres, as VideoOptions.height_m may give it
 
 
 @dataclass(frozen=True)
@@ -366,6 +372,9 @@ def video_steps(path, frame_start=0, frame_end=None, step=1, person=0, body=None
         raise SmplIkError(f"the frame range {frame_start}-{frame_end} is empty (frame_end is not included)")
     if int(person) < 0:
         raise SmplIkError(f"person {person}: people are counted from 0 (the largest)")
+    if options.height_m is not None and not MIN_HEIGHT_M <= options.height_m <= MAX_HEIGHT_M:
+        raise SmplIkError(f"height {options.height_m:g} m: a person's height is between {MIN_HEIGHT_M:g} and "
+                          f"{MAX_HEIGHT_M:g} metres")
     if body is None:
         from ..body.model import load_body_model
         body = load_body_model()
@@ -385,7 +394,7 @@ def video_steps(path, frame_start=0, frame_end=None, step=1, person=0, body=None
         camera = _camera(reader.width, reader.height, options)
         frames, locals_, transes, found = [], [], [], []
         fitted_frames = []   # (index, detection, fit) of each frame fitted, for fit_shape
-        shaping = options.temporal and options.fit_shape
+        shaping = options.temporal and (options.fit_shape or options.height_m is not None)
         previous = None
         frame = start
         bgr = reader.read()
@@ -443,7 +452,8 @@ def _refit_with_shape(fitted_frames, locals_, transes, camera, body, betas, opti
     transes. Returns (betas, rest joints); a frame that fails to refit keeps its first fit."""
     from .shape import clip_shape
 
-    shape, note = clip_shape([f for _, _, f in fitted_frames], [d for _, d, _ in fitted_frames], camera, body, betas)
+    shape, note = clip_shape([f for _, _, f in fitted_frames], [d for _, d, _ in fitted_frames], camera, body, betas,
+                             options.height_m)
     if note:
         notes.append(note)
     rest = body.rest_joints(shape)

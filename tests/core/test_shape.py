@@ -63,3 +63,15 @@ def test_too_few_frames_keep_the_shape(open_body, rng):
     assert np.array_equal(fitted, start) and f"needs {shape.MIN_SHAPE_FRAMES}" in note
     with pytest.raises(ValueError):
         shape.clip_shape(fits[:3], detections, camera, open_body, start)
+
+
+def test_a_known_height_is_kept_with_the_proportions(open_body, rng):
+    """Told the person's height, the fitted body has that height (to 1 mm) and the proportions
+    it has without it (bone by bone within 0.5% on average): height and proportions are
+    fitted apart."""
+    fits, detections, camera = seen_frames(open_body, TRUE_BETAS, 20, rng)
+    tall, _ = shape.clip_shape(fits, detections, camera, open_body, np.zeros(10), height=1.85)
+    plain, _ = shape.clip_shape(fits, detections, camera, open_body, np.zeros(10))
+    assert shape.body_height(open_body, tall) == pytest.approx(1.85, abs=1e-3)
+    assert abs(shape.body_height(open_body, plain) - 1.85) > 0.05
+    assert proportion_error(open_body, tall, plain) < 0.005

@@ -406,3 +406,16 @@ def test_the_shape_fitted_over_the_clip(standing):
                                motion.joints, atol=1e-9)
     done = [d for d, _ in progress]
     assert done == sorted(done) and progress[-1][0] == progress[-1][1] == 2 * 24
+
+
+def test_a_known_height_is_the_fitted_bodys(standing):
+    """VideoOptions(height_m=...) fits the shape as fit_shape does and keeps the person's height
+    (to 1 mm); a height no person has is refused, naming it."""
+    from models.body.model import load_body_model
+    from models.photo.shape import body_height
+
+    path, _ = standing
+    motion = video.pose_from_video(path, frame_end=12, options=video.VideoOptions(height_m=1.62))
+    assert body_height(load_body_model(), motion.betas) == pytest.approx(1.62, abs=1e-3)
+    with pytest.raises(SmplIkError, match="height 3 m"):
+        video.pose_from_video(path, options=video.VideoOptions(height_m=3.0))
