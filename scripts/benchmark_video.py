@@ -150,10 +150,10 @@ def score_clip(motion, truth):
 def truth_height(truth):
     """The height (metres) of the body a clip was rendered with: the open body in the actor's
     shape, as a user who knows the person's height would give it."""
+    from models.body.measure import measure
     from models.body.model import load_body_model
-    from models.photo.shape import body_height
 
-    return body_height(load_body_model(), truth.betas)
+    return measure(load_body_model(), truth.betas).height
 
 
 def run(truths, methods):

@@ -11,6 +11,7 @@ the body it started from.
 """
 import numpy as np
 
+from ..body.measure import mesh_height
 from ..core.kinematics import forward_kinematics
 from ..core.skeleton import PARENTS
 
@@ -22,12 +23,6 @@ SHAPE_PRIOR = 0.02
 SHAPE_ITERATIONS = 6
 SHAPE_STEP = 1e-3      # the finite-difference step of the betas' Jacobian
 _BONES = np.array(PARENTS[1:])
-
-
-def body_height(body, betas):
-    """The height (metres) of `body`'s surface at rest with `betas`."""
-    y = body.shaped_vertices(np.asarray(betas, dtype=np.float64))[:, 1]
-    return float(y.max() - y.min())
 
 
 def proportions(body, betas):
@@ -96,12 +91,12 @@ def clip_shape(fits, detections, camera, body, betas, height=None):
 
     seen_shape = _gauss_newton(keypoint_rows, betas, SHAPE_STEP, SHAPE_ITERATIONS, SHAPE_STEP)
     target = proportions(body, seen_shape)
-    height = body_height(body, betas) if height is None else float(height)
+    height = mesh_height(body.shaped_vertices(betas)) if height is None else float(height)
 
     def proportion_rows(shape):
         """How far the bones' proportions are from the seen shape's (relative), the height
         from the starting body's (weighted to hold it), and a faint pull toward the average."""
-        return np.concatenate([proportions(body, shape) / target - 1.0, [10.0 * (body_height(body, shape) / height - 1.0)],
-                               1e-3 * shape])
+        return np.concatenate([proportions(body, shape) / target - 1.0,
+                               [10.0 * (mesh_height(body.shaped_vertices(shape)) / height - 1.0)], 1e-3 * shape])
 
     return _gauss_newton(proportion_rows, seen_shape, 1e-4, 10, 1e-5), ""

@@ -102,12 +102,12 @@ def test_every_frame_is_keyed_with_the_feet_held_and_seen_through_the_videos_cam
 @needs_photo
 def test_a_new_body_takes_the_height_given(clip):
     """Height (with Fit Shape): the new body stands as tall as the person was said to be."""
+    from models.body.measure import measure
     from models.body.model import load_body_model
-    from models.photo.shape import body_height
 
     assert bpy.ops.smpl_ik.pose_from_video(filepath=str(clip), frame_end=10, height=1.62) == {"FINISHED"}
     arm = bpy.context.active_object
-    assert body_height(load_body_model(), np.array(arm.smpl_ik.applied_betas[:])) == pytest.approx(1.62, abs=1e-3)
+    assert measure(load_body_model(), np.array(arm.smpl_ik.applied_betas[:])).height == pytest.approx(1.62, abs=1e-3)
 
 
 @needs_photo

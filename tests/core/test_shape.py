@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from models.body.measure import measure
 from models.core.kinematics import forward_kinematics
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import PARENTS
@@ -53,7 +54,7 @@ def test_the_proportions_come_back_at_the_starting_height(open_body, rng):
     before = proportion_error(open_body, np.zeros(10), TRUE_BETAS)
     assert before > 0.02
     assert proportion_error(open_body, fitted, TRUE_BETAS) < before / 3
-    assert shape.body_height(open_body, fitted) == pytest.approx(shape.body_height(open_body, np.zeros(10)), abs=1e-3)
+    assert measure(open_body, fitted).height == pytest.approx(measure(open_body, np.zeros(10)).height, abs=1e-3)
 
 
 def test_too_few_frames_keep_the_shape(open_body, rng):
@@ -72,6 +73,6 @@ def test_a_known_height_is_kept_with_the_proportions(open_body, rng):
     fits, detections, camera = seen_frames(open_body, TRUE_BETAS, 20, rng)
     tall, _ = shape.clip_shape(fits, detections, camera, open_body, np.zeros(10), height=1.85)
     plain, _ = shape.clip_shape(fits, detections, camera, open_body, np.zeros(10))
-    assert shape.body_height(open_body, tall) == pytest.approx(1.85, abs=1e-3)
-    assert abs(shape.body_height(open_body, plain) - 1.85) > 0.05
+    assert measure(open_body, tall).height == pytest.approx(1.85, abs=1e-3)
+    assert abs(measure(open_body, plain).height - 1.85) > 0.05
     assert proportion_error(open_body, tall, plain) < 0.005

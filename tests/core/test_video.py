@@ -388,8 +388,8 @@ def test_the_shape_fitted_over_the_clip(standing):
     """VideoOptions(fit_shape=True): the motion comes with the person's betas (not the
     average body's) at the average body's height, its joints are that body's, and the
     progress counts both passes up to done == total."""
+    from models.body.measure import measure
     from models.body.model import load_body_model
-    from models.photo.shape import body_height
 
     path, _ = standing
     steps = video.video_steps(path, options=video.VideoOptions(fit_shape=True))
@@ -400,7 +400,7 @@ def test_the_shape_fitted_over_the_clip(standing):
     motion = stop.value.value
     body = load_body_model()
     assert np.abs(motion.betas).max() > 0.05
-    assert body_height(body, motion.betas) == pytest.approx(body_height(body, np.zeros(10)), abs=1e-3)
+    assert measure(body, motion.betas).height == pytest.approx(measure(body, np.zeros(10)).height, abs=1e-3)
     rest = body.rest_joints(motion.betas)
     np.testing.assert_allclose(forward_kinematics(motion.local_rot, rest, PARENTS, motion.trans).positions,
                                motion.joints, atol=1e-9)
@@ -411,11 +411,11 @@ def test_the_shape_fitted_over_the_clip(standing):
 def test_a_known_height_is_the_fitted_bodys(standing):
     """VideoOptions(height_m=...) fits the shape as fit_shape does and keeps the person's height
     (to 1 mm); a height no person has is refused, naming it."""
+    from models.body.measure import measure
     from models.body.model import load_body_model
-    from models.photo.shape import body_height
 
     path, _ = standing
     motion = video.pose_from_video(path, frame_end=12, options=video.VideoOptions(height_m=1.62))
-    assert body_height(load_body_model(), motion.betas) == pytest.approx(1.62, abs=1e-3)
+    assert measure(load_body_model(), motion.betas).height == pytest.approx(1.62, abs=1e-3)
     with pytest.raises(SmplIkError, match="height 3 m"):
         video.pose_from_video(path, options=video.VideoOptions(height_m=3.0))
