@@ -106,7 +106,7 @@ from models.core.rotations import unit  # noqa: E402
 from models.core.skeleton import JOINT_INDEX, PARENTS  # noqa: E402
 from models.photo.camera import camera_for_image  # noqa: E402
 from models.photo.detect import box_iou  # noqa: E402
-from models.photo.lifter import lift_detection  # noqa: E402
+from models.photo.lifter import PhotoLifter, lift_detection  # noqa: E402
 
 METHODS = ("fit", "lift", "lifter", "mediapipe_raw")
 MIN_IOU = 0.1
@@ -411,15 +411,16 @@ def summary(per_frame, method):
 
 
 # --- the run ------------------------------------------------------------------------------
-def frame_estimates(detection, path, width, height, body, rest, offsets):
-    """(method -> Estimate or the error message, the camera's description) for one person."""
+def frame_estimates(detection, path, width, height, body, rest, offsets, lifter=None):
+    """(method -> Estimate or the error message, the camera's description) for one person;
+    lifter: a PhotoLifter (None: the shipped one)."""
     from models.photo import fit as photo_fit
 
     out = {}
     camera = camera_for_image(path, width, height)   # a user's camera, never the labels' intrinsics
     fitted = None
     try:
-        fitted = photo_fit.fit_to_image(detection, rest, camera, body=body)
+        fitted = photo_fit.fit_to_image(detection, rest, camera, body=body, lifter=lifter)
         rot = forward_kinematics(fitted.local_rot, rest, PARENTS).rotations
         points = smpl_points(np.asarray(fitted.joints, dtype=np.float64), rot, offsets)
         flat = projected(points, fitted.camera)
@@ -438,7 +439,7 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
     except SmplIkError as exc:
         out["lift"] = str(exc)
     try:
-        lifted = lift_detection(detection, camera)
+        lifted = lift_detection(detection, camera, lifter)
         out["lifter"] = Estimate({n: lifted[JOINT_INDEX[n]] for n in SMPL_JOINTS})
     except SmplIkError as exc:
         out["lifter"] = str(exc)
@@ -453,9 +454,9 @@ def frame_estimates(detection, path, width, height, body, rest, offsets):
     return out, {"from": "camera_for_image", "focal_px": float(used.focal_px)}
 
 
-def run_image(image, frames, body, rest, offsets):
+def run_image(image, frames, body, rest, offsets, lifter=None):
     """The per-frame records of the LabelledFrames of one image: found, IoU, camera and each
-    method's figures."""
+    method's figures (lifter: as frame_estimates)."""
     from models.photo.detect import detect_people, read_image
 
     records = [{"image": f.image.name, **({} if f.person is None else {"person": f.person}), "found": False}
@@ -472,21 +473,22 @@ def run_image(image, frames, body, rest, offsets):
         record["iou"] = overlap
         if person is None:
             continue
-        estimates, camera = frame_estimates(person, frame.image, width, height, body, rest, offsets)
+        estimates, camera = frame_estimates(person, frame.image, width, height, body, rest, offsets, lifter)
         record.update(found=True, camera=camera,
                       methods={m: score(e, frame) if isinstance(e, Estimate) else {"error": e}
                                for m, e in estimates.items()})
     return records
 
 
-def run_frames(frames, body, rest, offsets):
-    """The per-frame records of every LabelledFrame, in their order (each image read once)."""
+def run_frames(frames, body, rest, offsets, lifter=None):
+    """The per-frame records of every LabelledFrame, in their order (each image read once;
+    lifter: as frame_estimates)."""
     images = {}
     for i, frame in enumerate(frames):
         images.setdefault(frame.image, []).append(i)
     records = [None] * len(frames)
     for image, order in images.items():
-        for i, record in zip(order, run_image(image, [frames[i] for i in order], body, rest, offsets)):
+        for i, record in zip(order, run_image(image, [frames[i] for i in order], body, rest, offsets, lifter)):
             records[i] = record
     return records
 
@@ -507,7 +509,15 @@ def main(argv=None):
     ap.add_argument("--data", type=Path, required=True, help="folder of images and labels.json (or keypoints.json)")
     ap.add_argument("--json", type=Path, required=True, help="JSON output")
     ap.add_argument("--max-frames", type=int, default=None, help="frames spread over the labels (default all)")
+    ap.add_argument("--lifter", type=Path, default=None,
+                    help="lifter weights (scripts/train_lifter.py) for the fit and the lifter rows (default the shipped ones)")
     args = ap.parse_args(argv)
+    lifter = None
+    if args.lifter is not None:
+        try:
+            lifter = PhotoLifter.load(args.lifter)
+        except SmplIkError as exc:
+            raise SystemExit(str(exc))
 
     frames = read_labels(args.data)
     if args.max_frames is not None and args.max_frames < len(frames):
@@ -516,7 +526,7 @@ def main(argv=None):
     body = load_body_model()
     rest = body.rest_joints(np.zeros(10))
     offsets = head_offsets(body, rest)
-    per_frame = run_frames(frames, body, rest, offsets)
+    per_frame = run_frames(frames, body, rest, offsets, lifter)
     found = sum(f["found"] for f in per_frame)
     methods = {m: summary(per_frame, m) for m in METHODS}
     if "pck2d_gt" not in methods["lift"]:
@@ -526,6 +536,7 @@ def main(argv=None):
         methods["fit"] = {"frames": 0, "skipped": skipped.pop()}
     cameras = sorted({f["camera"]["from"] for f in per_frame if f["found"]})
     report = rounded({"frames": len(per_frame), "found": found, "data": str(args.data),
+                      **({} if args.lifter is None else {"lifter": str(args.lifter)}),
                       "camera": cameras[0] if len(cameras) == 1 else cameras,
                       "methods": methods, "per_frame": per_frame})
     print(f"{found} of {len(per_frame)} labelled frames found in {args.data}")

@@ -294,13 +294,16 @@ def test_the_script_writes_every_method_over_the_found_frames(photo_set, tmp_pat
     assert "lift" in run.stdout and "mediapipe_raw" in run.stdout
 
 
-def fake_fit(calls):
+def fake_fit(calls, lifters=None):
     """A stand-in for fit_to_image: the lift, its pelvis on the ray through the detected hips'
-    midpoint, as deep as makes a 1.7 m person as tall as the detection's box."""
+    midpoint, as deep as makes a 1.7 m person as tall as the detection's box (the cameras it
+    is given go to `calls`, the lifters to `lifters`)."""
     from models.photo.fit import pose_from_detection
 
-    def fit_to_image(detection, rest, camera, body=None):
+    def fit_to_image(detection, rest, camera, body=None, lifter=None):
         calls.append(camera)
+        if lifters is not None:
+            lifters.append(lifter)
         pose = pose_from_detection(detection, rest)
         fk = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans)
         u, v = detection.image_xy[[23, 24]].mean(0)
@@ -337,3 +340,35 @@ def test_the_fit_path_through_the_photos_camera(photo_set, tmp_path, monkeypatch
     assert methods["fit"] == {"frames": 0, "skipped": "cannot fit a body to this person"}
     assert "pck2d_gt" not in methods["lift"] and "pck2d_gt_missing" in methods["lift"]
     assert methods["lift"]["mpjpe_mm"] > 0
+
+
+def test_a_given_lifter_is_the_one_the_fit_and_the_lifter_row_use(photo_set, tmp_path, monkeypatch):
+    from models.photo import fit
+    from models.photo.lifter import DEFAULT_LIFTER_WEIGHTS
+
+    calls, lifters = [], []
+    monkeypatch.setattr(fit, "fit_to_image", fake_fit(calls, lifters))
+    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "shipped.json")])
+    assert lifters == [None]   # the shipped one, loaded where it is used
+    # the shipped weights with their output layer halved: every lifted joint comes out half as far from the pelvis
+    halved = tmp_path / "halved.npz"
+    with np.load(DEFAULT_LIFTER_WEIGHTS, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["out.weight"] = 0.5 * arrays["out.weight"]
+    arrays["out.bias"] = 0.5 * arrays["out.bias"]
+    np.savez(halved, **arrays)
+    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "halved.json"), "--lifter", str(halved)])
+    assert len(lifters) == 2 and lifters[1] is not None
+    assert np.array_equal(lifters[1].p["out.weight"], arrays["out.weight"])
+    report = json.loads((tmp_path / "halved.json").read_text())
+    shipped = json.loads((tmp_path / "shipped.json").read_text())
+    assert report["lifter"] == str(halved) and "lifter" not in shipped
+    # PA-MPJPE scales the answer: the halved lifter's pose scores as the shipped one's; MPJPE does not
+    ours, theirs = report["methods"]["lifter"], shipped["methods"]["lifter"]
+    assert ours["pa_mpjpe_mm"] == pytest.approx(theirs["pa_mpjpe_mm"], abs=0.01)
+    assert ours["mpjpe_mm"] != pytest.approx(theirs["mpjpe_mm"], abs=1.0)
+    not_weights = tmp_path / "notes.npz"
+    not_weights.write_text("not weights")
+    with pytest.raises(SystemExit, match="notes.npz"):
+        bp.main(["--data", str(photo_set), "--json", str(tmp_path / "c.json"), "--lifter", str(not_weights)])
+    assert not (tmp_path / "c.json").exists()
