@@ -79,7 +79,8 @@ the labels (visible_3d, or visible_2d for the 2D figure) count. Figures per meth
 Each figure is the mean over frames of the per-frame figure (frames where a method fails or a
 figure cannot be measured are left out of that figure; `frames` per method counts the frames
 it scored). Writes JSON {"frames": N, "found": M, "data": DIR, "camera": ..., "methods": {NAME:
-{...}}, "per_frame": [...]} and prints a table.
+{...}}, "per_frame": [...]} (with --lifter FILE also "lifter": FILE, the weights the fit and
+the lifter row used) and prints a table.
 """
 import os
 
