@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..core.errors import SmplIkError
-from ..core.rotations import matrix_to_axis_angle
+from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from ..core.skeleton import NUM_JOINTS
 from .nn import WEIGHTS_DIR, load_weights
 
@@ -92,6 +92,14 @@ class PosePrior:
         best = np.argmin(cost, axis=-1)
         chosen = np.take_along_axis(z, best[..., None, None], axis=-2)[..., 0, :]
         return np.concatenate([chosen, self._extra[best][..., None]], axis=-1)
+
+
+    def mean_rotation(self, joint):
+        """(3, 3) the mixture's mean local rotation of `joint` (1..23): its components' axis-angle
+        means weighted by the components' weights, as a rotation."""
+        w = np.exp(self.log_weights - self.log_weights.max())
+        aa = (w / w.sum()) @ self.means[:, 3 * (joint - 1):3 * joint]
+        return axis_angle_to_matrix(aa)
 
 
 @functools.lru_cache(maxsize=4)

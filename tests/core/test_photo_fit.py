@@ -322,3 +322,50 @@ def test_a_seated_person_stands_the_camera_on_their_shins(open_body):
     fk = forward_kinematics(local, rest, PARENTS)
     over_feet = unit(centre_of_mass(fk, default_parts(rest).segments) - fk.positions[list(fit.FOOT_JOINTS)].mean(axis=0))
     assert np.degrees(np.arccos(over_feet[1])) > 20.0
+
+
+@pytest.mark.parametrize("heading_deg", [0.0, 90.0, 120.0, 180.0])
+def test_seen_from_behind_the_neck_and_head_take_the_priors_mean_turn(open_body, heading_deg):
+    """Facing the camera or in profile the fitted head is kept; with the back to the camera it
+    takes the pose prior's mean turn (the face's keypoints are the detector's guesses), and
+    part of the way between; nothing else moves."""
+    from models.ik.pose_prior import load_pose_prior
+
+    prior = load_pose_prior()
+    rest = open_body.rest_joints(np.zeros(10))
+    local = natural_pose(head_turn=0.8, head_tilt=-0.4)
+    local[0] = axis_angle_to_matrix(np.array([0.0, np.radians(heading_deg), 0.0]))
+    trans = np.array([0.0, 0.0, -4.0])
+    away = fit.facing_away_deg(forward_kinematics(local, rest, PARENTS, trans).positions)
+    low, high = fit.BEHIND_DEG
+    # the spine bends a little and the chest sits above the camera's axis: not quite the heading
+    assert {0.0: away < low, 90.0: away < low, 120.0: low < away < high, 180.0: away > high}[heading_deg], away
+    out = fit._head_turned_away(local, trans, rest)
+    others = [j for j in range(24) if j not in (J["neck"], J["head"])]
+    assert np.array_equal(out[others], local[others])
+    to_mean = [np.degrees(np.linalg.norm(matrix_to_axis_angle(out[j].T @ prior.mean_rotation(j))))
+               for j in (J["neck"], J["head"])]
+    before = [np.degrees(np.linalg.norm(matrix_to_axis_angle(local[j].T @ prior.mean_rotation(j))))
+              for j in (J["neck"], J["head"])]
+    if heading_deg <= 90.0:
+        assert np.array_equal(out, local)
+    elif heading_deg >= 180.0:
+        assert max(to_mean) < 1e-4, to_mean
+    else:
+        assert all(1.0 < a < b - 1.0 for a, b in zip(to_mean, before)), (to_mean, before)
+
+
+def test_a_fit_from_behind_ends_with_the_priors_head(open_body):
+    """Through fit_to_image: a person with the back to the camera and the head turned gets the
+    prior's neck and head, whatever the face keypoints say."""
+    from models.ik.pose_prior import load_pose_prior
+
+    camera = default_camera(1920, 1080)
+    local = natural_pose(head_turn=0.8)
+    local[0] = axis_angle_to_matrix(np.array([0.0, np.pi, 0.0]))
+    det, _ = scene(open_body, local, camera)
+    result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body, lifter=agreeing(det))
+    prior = load_pose_prior()
+    for j in (J["neck"], J["head"]):
+        assert np.allclose(result.local_rot[j], prior.mean_rotation(j), atol=1e-6)
+    assert fit.facing_away_deg(result.joints) > fit.BEHIND_DEG[1]

@@ -105,3 +105,15 @@ def test_refitting_some_numbers_keeps_the_others_and_fits_the_new_ones(rng):
     assert np.abs(precision[:, dims][:, :, rest]).max() < 1e-6 * np.abs(precision[:, dims][:, :, dims]).max()
     assert np.abs(precision[:, dims][:, :, given]).max() > 1e-2 * np.abs(precision[:, dims][:, :, dims]).max()
     assert tpp.mean_nll(tpp.as_prior(only_means, only_cov, mix), moved) < tpp.mean_nll(prior, moved) - 1.0
+
+
+def test_a_joints_mean_turn_weighs_the_components_by_their_weights():
+    from models.ik.pose_prior import PosePrior
+
+    means = np.zeros((2, DIM))
+    neck = JOINT_INDEX["neck"]
+    means[0, 3 * (neck - 1):3 * neck] = [0.4, 0.0, 0.0]
+    means[1, 3 * (neck - 1):3 * neck] = [0.0, 0.0, -0.2]
+    prior = PosePrior(means, np.stack([np.eye(DIM)] * 2), np.log([0.75, 0.25]))
+    assert np.allclose(prior.mean_rotation(neck), axis_angle_to_matrix(np.array([0.3, 0.0, -0.05])))
+    assert np.allclose(prior.mean_rotation(JOINT_INDEX["head"]), np.eye(3))
