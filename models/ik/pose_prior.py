@@ -93,7 +93,6 @@ class PosePrior:
         chosen = np.take_along_axis(z, best[..., None, None], axis=-2)[..., 0, :]
         return np.concatenate([chosen, self._extra[best][..., None]], axis=-1)
 
-
     def mean_rotation(self, joint):
         """(3, 3) the mixture's mean local rotation of `joint` (1..23): its components' axis-angle
         means weighted by the components' weights, as a rotation."""

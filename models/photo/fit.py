@@ -317,12 +317,13 @@ POSE_PRIOR_WEIGHT = 0.2
 # PA-MPJPE from 108.7 to 96.7 mm with rendered pictures unchanged (71.8 mm)
 MIN_CONFIDENCE = 0.05
 # Seen from behind, the detector still places a nose and eyes (visibility 1.0) where it guesses
-# the face is, and the head fitted to them turns wrong: on pictures of m21 motion capture from
-# three-quarters behind the head was 30 deg off, against 17 with the neck and head at the pose
-# prior's mean turn on the same fitted trunk (from three-quarters in front the face keypoints
-# help: 16 against 25). So the neck and head turn from the fitted turn toward the prior's mean
-# as the trunk turns away from the camera, wholly past BEHIND_DEG[1] (the angle between the
-# chest's forward and the direction to the camera), not at all below BEHIND_DEG[0].
+# the face is, and a head fitted to them turns wrong. So the neck and head turn from the fitted
+# turn toward the pose prior's mean as the trunk turns away from the camera, wholly past
+# BEHIND_DEG[1] (the angle between the chest's forward and the direction to the camera), not
+# at all below BEHIND_DEG[0]. On pictures of m21 motion capture (render_photo_set.py, five
+# sides) the head went from 31.5 / 27.3 to 20.3 / 15.7 deg off from three-quarters behind,
+# within 0.4 deg elsewhere (from three-quarters in front the prior's head would be worse than
+# the face's: 25 against 16 deg)
 BEHIND_DEG = (105.0, 135.0)
 FIT_ITERATIONS = 40
 STEP_EPS = 1e-5          # radians / metres: the finite-difference step of the Jacobian
@@ -475,7 +476,9 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
       are for keypoints laid out so, learned from motion capture), LIFTER_SHARE of the
       lifter's; DEPTH_SIGMA metres weigh as much as PRIOR_EQUALS of the diagonal.
     Knees and elbows are kept inside the joint ranges after every step
-    (models.ik.refine.JOINT_LIMITS). The body's size is its shape's: the depth comes from how
+    (models.ik.refine.JOINT_LIMITS). A person with the back to the camera ends with the neck
+    and head turned toward the pose prior's mean (BEHIND_DEG): the face's keypoints are then
+    the detector's guesses. The body's size is its shape's: the depth comes from how
     large the person is in the image. SmplIkError when too little of the person is visible.
 
     start: None (the lift above), or a pose (local_rot (24, 3, 3), trans (3,)) in the camera's
@@ -642,7 +645,10 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
             best = (cost[0], candidate, local, trans, err, taken)
     cost, start, local, trans, err, taken = best
 
-    local = _head_turned_away(local, trans, rest)
+    turned = _head_turned_away(local, trans, rest)
+    if turned is not local:   # the face's keypoints measured where the head now is
+        local = turned
+        err = residuals(local[None], trans[None], pose_scale_at(np.inf))[0][0]
     fk = forward_kinematics(local, rest, PARENTS, trans)
     error_px = np.full(len(KEYPOINTS), np.nan)
     fitted = weight > 0
