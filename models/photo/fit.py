@@ -36,7 +36,7 @@ import numpy as np
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics
 from ..core.metrics import angle_deg
-from ..core.rotations import unit
+from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle, shortest_arc, unit
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from .detect import NUM_LANDMARKS
 
@@ -492,7 +492,6 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
 
     lifter: the lifter whose reading of the depths joins MediaPipe's (a PhotoLifter, or any
     callable taking its features; None: the shipped weights)."""
-    from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
     from ..ik.refine import clamp_to_limits
 
     rest = np.asarray(rest, dtype=np.float64)
@@ -677,7 +676,6 @@ def _head_turned_away(local_rot, trans, rest):
     share = float(np.clip((away - low) / (high - low), 0.0, 1.0))
     if share == 0.0:
         return local_rot
-    from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
     from ..ik.pose_prior import load_pose_prior
 
     prior = load_pose_prior()
@@ -776,8 +774,6 @@ def photo_scene(fits, rest_joints):
     the first person's lowest ankle or foot joint less its height at rest; every person keeps the
     depth the fit found from their size in the image, so the people stand where the camera sees
     them, nearer or further (a person's own floor may differ by the fit's depth error)."""
-    from ..core.rotations import shortest_arc
-
     fits, rests = tuple(fits), [np.asarray(r, dtype=np.float64) for r in rest_joints]
     if not fits:
         raise SmplIkError("no people to place")
