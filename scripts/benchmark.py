@@ -567,7 +567,7 @@ def main(argv=None):
     ap.add_argument("--protocol-frames", type=int, default=1000,
                     help="frames for the generative figures (protocol, alternatives; 0: none) (default 1000)")
     ap.add_argument("--baseline-frames", type=int, default=100,
-                    help="frames for the (slow) optimisation baseline (default 100)")
+                    help="frames for the (slow) optimisation baseline (0: none) (default 100)")
     ap.add_argument("--weights", type=Path, default=WEIGHTS_DIR,
                     help="folder holding the networks (ikgat.npz, smplik.npz, smplik_flow.npz and their "
                          "records) (default the shipped ones)")
@@ -627,11 +627,12 @@ def main(argv=None):
     else:
         print(f"smplik skipped: {smplik_weights} not trained yet", file=sys.stderr)
     k = min(args.baseline_frames, n)
-    t = time.perf_counter()
-    base = baseline_6pt(pos[:k], rest[:k])
-    per_pose = (time.perf_counter() - t) / k
-    methods["baseline_6pt"] = {**score(base[0], rest[:k], pos[:k], gt_rot[:k], base[1], [list(SIX_POINTS)] * k),
-                               "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
+    if k > 0:
+        t = time.perf_counter()
+        base = baseline_6pt(pos[:k], rest[:k])
+        per_pose = (time.perf_counter() - t) / k
+        methods["baseline_6pt"] = {**score(base[0], rest[:k], pos[:k], gt_rot[:k], base[1], [list(SIX_POINTS)] * k),
+                                   "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
     report = {"frames": n, "data": str(args.data), "held_out_only": args.held_out_only, "clips": clips,
               "weights": str(args.weights),
               "body": body.label,

@@ -79,6 +79,23 @@ def test_benchmark_reports_every_method(tmp_path):
             assert 0 <= collision[f"fraction_{key}_unforced"] <= collision[f"fraction_{key}"]
 
 
+@pytest.mark.skipif(not (IKGAT_WEIGHTS.exists() and SMPLIK_WEIGHTS.exists()), reason="network weights not trained yet")
+def test_zero_frames_for_the_slow_figures_leaves_them_out(tmp_path):
+    clip = SHARED_MOCAP / "cmu_train" / "cmu_jumping_5.bvh"
+    if not clip.exists():
+        pytest.skip("../shared/data/mocap is not here (a held-out clip to benchmark on)")
+    shutil.copy(clip, tmp_path / clip.name)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import benchmark
+
+    out = tmp_path / "bench.json"
+    benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "8", "--baseline-frames", "0",
+                    "--protocol-frames", "0"])
+    methods = json.loads(out.read_text())["methods"]
+    assert "baseline_6pt" not in methods and not any(m.startswith("smplik_protocol") for m in methods)
+    assert methods["smplik_6pt_refined"]["effector_mm"] < 1
+
+
 def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
     import numpy as np
 
