@@ -292,11 +292,14 @@ DEPTH_SIGMA = 0.15       # ... a joint this many metres nearer or further than t
 # labelled 3DHP photos, 112 and 86 mm on pictures rendered from m21 motion capture: weights
 # in inverse proportion to those errors squared give the lifter 0.53 and 0.63.
 LIFTER_SHARE = 0.5
-# The starts a cold fit descends from, the end that costs less kept: "lift" (pose_from_detection)
-# and "lifter" (the lifter's joints; left out where it cannot lift the person). Both, against
-# the lift alone: PA-MPJPE on the labelled 3DHP photos 110.9 -> 88.0 mm, on m21 motion capture
-# pictured from five sides (scripts/render_photo_set.py, 276 pictures) 78.1 -> 74.5 mm
-FIT_STARTS = ("lift", "lifter")
+# A cold fit descends from the lifter's pose (the lift's where the lifter cannot lift the
+# person). Descending from the lift as well and keeping the end that cost less chose the wrong
+# end about as often as the right one: the two ends of a limb mirrored in depth cost nearly the
+# same. The lifter's start alone, against both: PA-MPJPE on m21 motion capture pictured from
+# five sides (scripts/render_photo_set.py, 276 pictures) 74.8 -> 73.3 mm, better from every
+# side; on the labelled 3DHP photos 87.8 -> 86.9 mm with the default lens and 103.5 -> 90.1 mm
+# with the labels' own focal length (the bent-over S8 kept the lift's end, 152 mm, by a cost
+# 1.5% lower than the lifter's, 100 mm); and one descent instead of two
 # MediaPipe's 3D face (nose and ears, about its head) as a depth reading of the head's turn, this
 # many times the joints' weight: in profile the face's keypoints in the image hardly tell how
 # far the head is turned toward the camera. Of 0, 1, 3, 10 on pictures of training clips from
@@ -338,8 +341,8 @@ class ImageFit:
     camera the Camera; confident (24,) the joints the photo showed; keypoint_error_px (K,) each
     fitted keypoint's distance from its detection (NaN where not fitted) and keypoints (K,) the
     MediaPipe landmark numbers they stand for; box_diagonal_px the person's; start the PhotoPose
-    the kept descent started from (the lift, or the lifter's pose); iterations taken; cost the
-    end's cost the starts were compared by; notes."""
+    the descent started from (the lifter's pose, the lift, or a warm start); iterations taken;
+    notes."""
 
     local_rot: np.ndarray
     trans: np.ndarray
@@ -352,7 +355,6 @@ class ImageFit:
     box_diagonal_px: float
     start: PhotoPose
     iterations: int
-    cost: float = float("nan")
     notes: tuple = ()
 
 
@@ -450,14 +452,14 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     ImageFit. body (a BodyModel, optional) and its betas give the surface points the face, heel,
     toe and finger keypoints stand for (without it only joints are fitted).
 
-    Two starts are fitted (FIT_STARTS) and the one whose end costs less is kept (the
-    keypoints, the depth reading and the pose prior at their settled scales): today's lift
-    (pose_from_detection: MediaPipe's 3D directions, turned into a pose by IK-GAT or SMPL-IK),
-    turned as MediaPipe sees the person (its world landmarks keep the camera's axes), and the
-    lifter's joints turned into a pose by IK-GAT (where the lifter can lift the person). A
-    limb one reading puts on the wrong side in depth holds a descent from that start in a
-    wrong valley; the keypoints alone cannot tell the two apart. Each start is moved to where
-    its projection best matches the keypoints. Then a damped Gauss-Newton descent
+    The fit starts from the lifter's joints turned into a pose by IK-GAT (models.photo.lifter;
+    where the lifter cannot lift the person, from the lift: pose_from_detection, MediaPipe's 3D
+    directions turned into a pose by IK-GAT or SMPL-IK, turned as MediaPipe sees the person),
+    moved to where its projection best matches the keypoints. A limb the start puts on the
+    wrong side in depth holds the descent in a wrong valley: the keypoints alone cannot tell
+    the two apart, and a second start from the lift, its end kept where it cost less, picked
+    the wrong valley as often as the right one (the comment above fit_to_image). Then a damped
+    Gauss-Newton descent
     (finite-difference Jacobian, every joint's rotation, the root's rotation and its 3D
     translation, depth included) minimises
     - each keypoint's distance in the image from its detection, over the person's box diagonal,
@@ -503,10 +505,8 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
         keyed = _lifter_targets(detection, rest, camera, lifter)
     except SmplIkError:
         pass
-    starts = [start]
-    if "lifter" in FIT_STARTS and keyed is not None and not warm:   # a warm start is its only start
-        lifted_start = _lifter_pose(keyed, rest, start)
-        starts = [start, lifted_start] if "lift" in FIT_STARTS else [lifted_start]
+    # where the descent begins: a warm start's pose, else the lifter's where it can lift the person
+    begin = _lifter_pose(keyed, rest, start) if keyed is not None and not warm else start
     points, kept = _body_points(rest, body, betas)
     landmarks = np.array([KEYPOINTS[k][0] for k in kept])
     observed = np.asarray(detection.image_xy, dtype=np.float64)[landmarks]
@@ -626,23 +626,13 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
                 break
         return local, trans, err[0], taken
 
-    best = None
-    for candidate in starts:
-        # a start stands at the origin in SMPL's axes, turned as the camera sees it: its frame
-        # is the camera's up to a translation
-        local = clamp_to_limits(candidate.local_rot)
-        fk = forward_kinematics(local, rest, PARENTS, candidate.trans)
-        trans = candidate.trans + _solve_root_translation(points.positions(fk), observed, weight, camera)
-        start_t = np.swapaxes(candidate.local_rot[1:], -1, -2)
-        local, trans, err, taken = descend(local, trans, 1, int(iterations))
-        # the starts' ends compared at the settled scales, without the pull toward each one's
-        # own start: how well the keypoints, the depth readings and the pose prior are met
-        end_err, end_extra = residuals(local[None], trans[None], pose_scale_at(np.inf))   # the scales
-        robust = 1.0 / (1.0 + (np.linalg.norm(end_err[0], axis=1) / robust_scale_at(np.inf)) ** 2)  # ease to
-        _, cost = total(end_err, end_extra[:, 3 * (NUM_JOINTS - 1):], robust)
-        if best is None or cost[0] < best[0]:
-            best = (cost[0], candidate, local, trans, err, taken)
-    cost, start, local, trans, err, taken = best
+    # the start stands at the origin in SMPL's axes, turned as the camera sees it: its frame is
+    # the camera's up to a translation
+    local = clamp_to_limits(begin.local_rot)
+    fk = forward_kinematics(local, rest, PARENTS, begin.trans)
+    trans = begin.trans + _solve_root_translation(points.positions(fk), observed, weight, camera)
+    start_t = np.swapaxes(begin.local_rot[1:], -1, -2)
+    local, trans, err, taken = descend(local, trans, 1, int(iterations))
 
     turned = _head_turned_away(local, trans, rest)
     if turned is not local:   # the face's keypoints measured where the head now is
@@ -654,8 +644,8 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     error_px[np.array(kept)[fitted]] = np.linalg.norm(err[fitted], axis=1) * diagonal
     return ImageFit(local_rot=local, trans=trans, joints=fk.positions, projected=camera.project(fk.positions),
                     camera=camera, confident=start.confident, keypoint_error_px=error_px,
-                    keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=start,
-                    iterations=taken, cost=float(cost))
+                    keypoints=tuple(k[0] for k in KEYPOINTS), box_diagonal_px=diagonal, start=begin,
+                    iterations=taken)
 
 
 def facing_away_deg(joints):
