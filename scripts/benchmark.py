@@ -51,13 +51,13 @@ pose refined as the add-on solves:
                  following a path (models.ik.path) on the six points held still with 1 cm of
                  jitter, 30 frames, the per-frame jump at smoothness 0 and 0.5
                  (follow_jump_mm_mu0, follow_jump_mm_mu05)
-  smplik_balance  on up to 100 frames whose true feet both stand, a protocol set of
+  smplik_balance  on up to --balance-frames frames whose true feet both stand, a protocol set of
                  effectors with both ankles pinned where they are: inside_fraction_natural and
                  inside_fraction_deterministic, the fraction of solves whose centre of mass is
                  over the support polygon of both soles (models/ik/cost.py); *_without_terms:
                  the same solves with the refinement's balance and self_collision off,
                  *_truth: the mocap poses; effector_mm_max / effector_deg_max, the worst pin
-  smplik_collision  on up to 100 protocol frames: fraction_natural, fraction_alternatives
+  smplik_collision  on up to --balance-frames protocol frames: fraction_natural, fraction_alternatives
                  (8 samples each) and fraction_deterministic, the fraction of poses with a
                  hand or forearm capsule more than 1 cm inside the trunk or a thigh;
                  *_without_terms and *_truth as for smplik_balance; *_unforced: only the
@@ -308,9 +308,10 @@ def worst_errors(effectors, errors):
 
 
 def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frames=200, path_starts=12,
-               path_steps=30):
+               path_steps=30, balance_frames=400):
     """The protocol, alternatives and path figures of the deterministic network and the flow
-    (all refined, as the add-on solves). Returns {method: figures}."""
+    (all refined, as the add-on solves), on `frames` frames; balance and self-collision on
+    `balance_frames`. Returns {method: figures}."""
     from models.ik.cost import Segments, pose_cost
     from models.ik.refine import effector_errors
 
@@ -405,11 +406,8 @@ def generative(net, body, gt_rot, rest, pos, world, frames, samples=8, six_frame
         "cost_natural": float(np.median(costs["natural"])), "cost_deterministic": float(np.median(costs["deterministic"])),
         "inside_limits": inside_limits(np.stack(inside)), "samples": samples, "frames": len(idx)}
     methods["smplik_path"] = path_figures(net, rest, pos, rng, path_starts, path_steps)
-    methods.update(balance_collision(net, body, gt_rot, rest, pos, world, min(frames, BALANCE_FRAMES), samples))
+    methods.update(balance_collision(net, body, gt_rot, rest, pos, world, balance_frames, samples))
     return methods
-
-
-BALANCE_FRAMES = 100   # frames for smplik_balance and smplik_collision (each solved with the terms and without)
 
 
 def balance_collision(net, body, gt_rot, rest, pos, world, frames, samples=8):
@@ -566,6 +564,9 @@ def main(argv=None):
     ap.add_argument("--held-out-only", action="store_true", help="only the clips the networks were not trained on")
     ap.add_argument("--protocol-frames", type=int, default=1000,
                     help="frames for the generative figures (protocol, alternatives; 0: none) (default 1000)")
+    ap.add_argument("--balance-frames", type=int, default=400,
+                    help="frames for the balance and self-collision figures, each solved with the refinement's "
+                         "terms and without (default 400)")
     ap.add_argument("--baseline-frames", type=int, default=100,
                     help="frames for the (slow) optimisation baseline (0: none) (default 100)")
     ap.add_argument("--weights", type=Path, default=WEIGHTS_DIR,
@@ -621,7 +622,8 @@ def main(argv=None):
                                     "inside_limits": inside_limits(local)}
         methods["smplik_random_refined"] = refined(local, trans, rest, sets, pos, gt_rot, methods["smplik_random"])
         if net.flow is not None and args.protocol_frames:
-            methods.update(generative(net, body, gt_rot, rest, pos, world, args.protocol_frames))
+            methods.update(generative(net, body, gt_rot, rest, pos, world, args.protocol_frames,
+                                      balance_frames=args.balance_frames))
         elif net.flow is None:
             print(f"generative figures skipped: {flow_weights} not trained yet", file=sys.stderr)
     else:

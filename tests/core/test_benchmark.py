@@ -24,7 +24,7 @@ def test_benchmark_reports_every_method(tmp_path):
 
     out = tmp_path / "bench.json"
     benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "40", "--baseline-frames", "2",
-                    "--protocol-frames", "12"])
+                    "--protocol-frames", "12", "--balance-frames", "12"])
     report = json.loads(out.read_text())
     methods = report["methods"]
     assert report["frames"] == 40
