@@ -74,7 +74,7 @@ the labels (visible_3d, or visible_2d for the 2D figure) count. Figures per meth
                  chain, 1-5 cm off the line, so the plane it makes with them is ill-defined.
                  mediapipe_raw has no head top, so no crown figure
   up_deg         (fit, where the labels have `up_camera`) angle between the floor's up as Pose
-                 from Photo takes it from the person (models.photo.fit.standing_up: how the
+                 from Photo takes it from the person (models.photo.fit.photo_up: how the
                  camera's tilt is found) and the labelled up
 Each figure is the mean over frames of the per-frame figure (frames where a method fails or a
 figure cannot be measured are left out of that figure; `frames` per method counts the frames
@@ -425,7 +425,7 @@ def frame_estimates(detection, path, width, height, body, rest, offsets, lifter=
         rot = forward_kinematics(fitted.local_rot, rest, PARENTS).rotations
         points = smpl_points(np.asarray(fitted.joints, dtype=np.float64), rot, offsets)
         flat = projected(points, fitted.camera)
-        up = photo_fit.standing_up(fitted.local_rot, fitted.trans, rest)
+        up = photo_fit.photo_up(fitted, rest)
         out["fit"] = Estimate(points, flat, overlay_share(flat, detection), up)
     except SmplIkError as exc:
         out["fit"] = str(exc)

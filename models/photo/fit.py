@@ -752,11 +752,29 @@ def standing_up(local_rot, trans, rest):
     return np.where(seated(joints)[..., None], shins, feet)
 
 
+LEGS = tuple(JOINT_INDEX[f"{side}_{joint}"] for side in ("left", "right") for joint in ("knee", "ankle"))
+
+
+def photo_up(fit, rest):
+    """(3,) unit: which way is up for one ImageFit on rest joints (24, 3), in the camera's frame.
+    standing_up where the photo shows both legs (both knees and ankles `confident`); else the
+    camera's own up, a camera held level: where MediaPipe is unsure of a leg it often puts it
+    on the other one (bus.jpg's man cut off by the picture's edge, his feet together and
+    slanting, came out 21.5 degrees off the level camera), and the feet then say nothing
+    sure of the floor. On pictures rendered from motion capture (scripts/render_photo_set.py,
+    the camera 10 degrees from level) the 49 of 276 with a leg unsure were 9.7 degrees off
+    along the feet, 10 with the camera's up."""
+    if np.asarray(fit.confident)[list(LEGS)].all():
+        return standing_up(fit.local_rot, fit.trans, rest)
+    return np.array([0.0, 1.0, 0.0])
+
+
 def photo_scene(fits, rest_joints):
     """Place ImageFits of one photo (each person's rest joints in `rest_joints`, one (24, 3)
     each) in a PhotoScene. The camera's tilt is taken from the people, who stand on their feet:
-    the world's up is the mean of each one's up (`standing_up`: from their feet to their
-    centre of mass, or along their shins when they sit), weighted by their box diagonals, and
+    the world's up is the mean of each one's up (`photo_up`: from their feet to their centre
+    of mass, or along their shins when they sit; the camera's own up where the photo does not
+    surely show both legs), weighted by their box diagonals, and
     the camera is turned from its own frame by the shortest rotation that makes that up the
     world's (a person bent forward or walking keeps a level camera level). With two people
     or more, that up is turned toward the one that puts every person's lowest foot on one plane,
@@ -768,7 +786,7 @@ def photo_scene(fits, rest_joints):
     if not fits:
         raise SmplIkError("no people to place")
     weights = np.array([f.box_diagonal_px for f in fits])
-    up = unit(sum(w * standing_up(f.local_rot, f.trans, r) for w, f, r in zip(weights, fits, rests)))
+    up = unit(sum(w * photo_up(f, r) for w, f, r in zip(weights, fits, rests)))
     if len(fits) > 1:   # people stand on one floor: the up that puts their feet on one plane
         lowest = np.array([f.joints[list(FOOT_JOINTS)][np.argmin(f.joints[list(FOOT_JOINTS)] @ up)] for f in fits])
         spread = lowest[1:] - lowest[0]

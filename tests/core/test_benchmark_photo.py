@@ -312,7 +312,7 @@ def fake_fit(calls, lifters=None):
         shift = pelvis - fk.positions[0]
         joints = fk.positions + shift
         return SimpleNamespace(local_rot=pose.local_rot, trans=pose.trans + shift, joints=joints,
-                               camera=camera, projected=camera.project(joints))
+                               camera=camera, projected=camera.project(joints), confident=pose.confident)
     return fit_to_image
 
 

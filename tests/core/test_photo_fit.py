@@ -309,6 +309,26 @@ def test_a_person_balanced_over_their_feet_leaves_a_level_camera_level(open_body
     assert tilt < 6.0 and 2.0 * tilt < max(lean, pelvis)   # the shins or the pelvis would tilt it twice as far
 
 
+def test_a_leg_the_photo_is_unsure_of_leaves_the_camera_level(open_body):
+    """A balanced person seen by a camera looking 12 degrees down: with both legs seen the
+    scene finds the tilt from their feet; with a knee MediaPipe is unsure of (visibility 0.3)
+    the feet say nothing sure and the camera is kept level."""
+    camera = default_camera(1920, 1080)
+    rest = open_body.rest_joints(np.zeros(10))
+    local = balanced(legs_pose(hips=(30.0, -20.0), knees=(0.0, 30.0)), rest)
+    local[0] = axis_angle_to_matrix(np.array([np.radians(12.0), 0.0, 0.0])) @ local[0]   # the camera's tilt
+    det, _ = scene(open_body, local, camera)
+    seen = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
+    visibility = det.visibility.copy()
+    visibility[26] = 0.3                                     # the right knee
+    unsure = detect.Detection(world=det.world, image_xy=det.image_xy, visibility=visibility, bbox=det.bbox)
+    guessed = fit.fit_to_image(unsure, rest, camera, body=open_body, lifter=agreeing(unsure))
+    assert abs(fit.photo_scene([seen], [rest]).tilt_deg - 12.0) < 4.0
+    assert not guessed.confident[J["right_knee"]]
+    assert np.allclose(fit.photo_up(guessed, rest), [0.0, 1.0, 0.0])
+    assert fit.photo_scene([guessed], [rest]).tilt_deg < 1e-6
+
+
 def test_a_seated_person_stands_the_camera_on_their_shins(open_body):
     """Sitting on a chair (hips and knees bent 90 degrees), a seat carries the weight, not the
     feet: the shins stand upright, so a level camera stays level (the centre of mass over the
