@@ -458,7 +458,7 @@ def fit_to_image(detection, rest, camera, body=None, betas=None, min_visibility=
     moved to where its projection best matches the keypoints. A limb the start puts on the
     wrong side in depth holds the descent in a wrong valley: the keypoints alone cannot tell
     the two apart, and a second start from the lift, its end kept where it cost less, picked
-    the wrong valley as often as the right one (the comment above fit_to_image). Then a damped
+    the wrong valley as often as the right one (the comment after LIFTER_SHARE). Then a damped
     Gauss-Newton descent
     (finite-difference Jacobian, every joint's rotation, the root's rotation and its 3D
     translation, depth included) minimises
