@@ -13,8 +13,8 @@ from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS
 pytest.importorskip("scipy")
 
 
-@pytest.mark.skipif(not (IKGAT_WEIGHTS.exists() and SMPLIK_WEIGHTS.exists()), reason="network weights not trained yet")
-def test_benchmark_reports_every_method(tmp_path):
+def run_benchmark(tmp_path, *options):
+    """The report of scripts/benchmark.py on one held-out clip with these options."""
     clip = SHARED_MOCAP / "cmu_train" / "cmu_jumping_5.bvh"
     if not clip.exists():
         pytest.skip("../shared/data/mocap is not here (a held-out clip to benchmark on)")
@@ -23,9 +23,14 @@ def test_benchmark_reports_every_method(tmp_path):
     import benchmark
 
     out = tmp_path / "bench.json"
-    benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "40", "--baseline-frames", "2",
-                    "--protocol-frames", "12", "--balance-frames", "12"])
-    report = json.loads(out.read_text())
+    benchmark.main(["--data", str(tmp_path), "--json", str(out), *options])
+    return json.loads(out.read_text())
+
+
+@pytest.mark.skipif(not (IKGAT_WEIGHTS.exists() and SMPLIK_WEIGHTS.exists()), reason="network weights not trained yet")
+def test_benchmark_reports_every_method(tmp_path):
+    report = run_benchmark(tmp_path, "--max-frames", "40", "--baseline-frames", "2", "--protocol-frames", "12",
+                           "--balance-frames", "12")
     methods = report["methods"]
     assert report["frames"] == 40
     generative = {"smplik_protocol_deterministic", "smplik_protocol_natural", "smplik_protocol_best_of_8",
@@ -81,17 +86,7 @@ def test_benchmark_reports_every_method(tmp_path):
 
 @pytest.mark.skipif(not (IKGAT_WEIGHTS.exists() and SMPLIK_WEIGHTS.exists()), reason="network weights not trained yet")
 def test_zero_frames_for_the_slow_figures_leaves_them_out(tmp_path):
-    clip = SHARED_MOCAP / "cmu_train" / "cmu_jumping_5.bvh"
-    if not clip.exists():
-        pytest.skip("../shared/data/mocap is not here (a held-out clip to benchmark on)")
-    shutil.copy(clip, tmp_path / clip.name)
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import benchmark
-
-    out = tmp_path / "bench.json"
-    benchmark.main(["--data", str(tmp_path), "--json", str(out), "--max-frames", "8", "--baseline-frames", "0",
-                    "--protocol-frames", "0"])
-    methods = json.loads(out.read_text())["methods"]
+    methods = run_benchmark(tmp_path, "--max-frames", "8", "--baseline-frames", "0", "--protocol-frames", "0")["methods"]
     assert "baseline_6pt" not in methods and not any(m.startswith("smplik_protocol") for m in methods)
     assert methods["smplik_6pt_refined"]["effector_mm"] < 1
 
