@@ -157,9 +157,8 @@ def test_the_fit_starts_from_the_lifters_pose_where_it_can_lift(open_body, shoul
     lifter = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
     lift = fit.fit_to_image(det, rest, camera, body=open_body, lifter=unable)
     assert lifter.start.method == "lifter" and lift.start.method == fit.pose_from_detection(det, rest).method
-    wrist, shoulder_ = J["left_wrist"], J["left_shoulder"]
-    assert lifter.joints[wrist, 2] - lifter.joints[shoulder_, 2] < -0.3       # behind, as the truth
-    assert lift.joints[wrist, 2] - lift.joints[shoulder_, 2] > 0.0            # in front, as MediaPipe's
+    reach = [f.joints[J["left_wrist"], 2] - f.joints[J["left_shoulder"], 2] for f in (lifter, lift)]
+    assert reach[0] < -0.3 and reach[1] > 0.0, reach     # behind, as the truth; in front, as MediaPipe's
     errors = [1e3 * procrustes_error(f.joints, truth) for f in (lifter, lift)]
     assert errors[1] > 2 * errors[0], errors     # (the arm's depth still takes half MediaPipe's reading)
 
