@@ -752,9 +752,6 @@ def standing_up(local_rot, trans, rest):
     return np.where(seated(joints)[..., None], shins, feet)
 
 
-LEGS = tuple(JOINT_INDEX[f"{side}_{joint}"] for side in ("left", "right") for joint in ("knee", "ankle"))
-
-
 def photo_up(fit, rest):
     """(3,) unit: which way is up for one ImageFit on rest joints (24, 3), in the camera's frame.
     standing_up where the photo shows both legs (both knees and ankles `confident`); else the
@@ -764,7 +761,7 @@ def photo_up(fit, rest):
     sure of the floor. On pictures rendered from motion capture (scripts/render_photo_set.py,
     the camera 10 degrees from level) the 49 of 276 with a leg unsure were 9.7 degrees off
     along the feet, 10 with the camera's up."""
-    if np.asarray(fit.confident)[list(LEGS)].all():
+    if np.asarray(fit.confident)[np.ravel(SHINS)].all():
         return standing_up(fit.local_rot, fit.trans, rest)
     return np.array([0.0, 1.0, 0.0])
 
