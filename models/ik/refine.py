@@ -350,7 +350,9 @@ COLLISION_ALLOWANCE = 0.005  # metres of capsule overlap left alone: a hand rest
 COLLISION_WEIGHT = 10.0      # a collision row's weight: a hand stops at the body, not half way into it
 # a pose with an arm still in the body after RefineOptions.iterations goes on for this many
 # times as many more (while the descent still gains): on 100 held-out varied protocol frames,
-# natural poses with an arm more than 1 cm inside where the pins do not put it went from 5% to 0
+# natural poses with an arm more than 1 cm inside where the pins do not put it went from 5% to 0;
+# on 400, started once the hard level is exact again, from 3.3% (started where the soft descent
+# stopped) to 1.3%
 COLLISION_EXTRA = 2
 # how deep an arm must still be for those extra steps: one the term has pushed out settles
 # just past COLLISION_ALLOWANCE (5-6 mm), and the figure above counts an arm 1 cm in
@@ -766,13 +768,16 @@ def _refine_levels(local, trans, rest, effectors, soft_flags, options):
     problem = _Problem(hard, soft, limits, options, rest)
     state = problem.evaluate(local, trans, held)
     state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
-    if problem.terms is not None and problem.terms.arm_inside(state.fk, COLLISION_DEEP):
-        # an arm still inside when the budget ran out comes out in a few more steps, more often
-        # than not: only such poses pay for them
-        state = _descend(problem, limits, state, COLLISION_EXTRA * options.iterations, options.damping,
-                         use_soft=True)
     # the soft level has gone as far as it can: make the hard one exact again if a step left it off
     state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
+    if problem.terms is not None and problem.terms.arm_inside(state.fk, COLLISION_DEEP):
+        # an arm still inside when the budget ran out comes out in a few more steps, more often
+        # than not: only such poses pay for them. They start from the hard level made exact: where
+        # the soft descent stopped, a pin is often off by more than _SLACK, and _better then takes
+        # only the steps that bring it back, none that bring the arm out
+        state = _descend(problem, limits, state, COLLISION_EXTRA * options.iterations, options.damping,
+                         use_soft=True)
+        state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
     return state.local, state.trans
 
 

@@ -343,6 +343,7 @@ def test_a_joint_folded_past_its_range_goes_to_the_nearer_bound_around_the_circl
 
 STALLS = Path(__file__).parent / "data" / "refine_stalls.npz"
 BASINS = Path(__file__).parent / "data" / "refine_basins.npz"
+ARM_RESTARTS = Path(__file__).parent / "data" / "arm_restarts.npz"
 
 
 def stalled_cases(path=STALLS):
@@ -350,7 +351,10 @@ def stalled_cases(path=STALLS):
     m21 on the three open bodies, from the network's or a flow sample's start, or the start a
     first solve left): (start (local, trans), rest, effectors, body, cause) each. BASINS holds
     one the refinement still misses from the network's start (m21's female body, protocol
-    frame 270: every start the network gives falls in one basin)."""
+    frame 270: every start the network gives falls in one basin). ARM_RESTARTS holds natural
+    solves of held-out varied protocol frames (the neutral body) whose descent left a forearm
+    in the trunk where no pin holds it (before the extra steps started from the hard level made
+    exact), with the fewest of the frame's pins that keep it there."""
     from models.ik.effectors import KINDS
 
     with np.load(path, allow_pickle=False) as d:
@@ -379,6 +383,25 @@ def test_reachable_pins_stalled_once_are_met(case):
     assert out.misses == ()
     assert errors[position].max() < 1e-3 and (errors[~position].max(initial=0.0) < np.radians(1.0)), errors
     assert inside(out.local_rot)
+
+
+@pytest.mark.parametrize("case", list(stalled_cases(ARM_RESTARTS)), ids=lambda c: c[4])
+def test_an_arm_left_in_the_trunk_comes_out_in_the_extra_steps_with_every_pin_met(case, open_body, monkeypatch):
+    """These descents end with a pin off by more than the slack, so the extra steps an arm
+    still inside gets (COLLISION_EXTRA), started there, took only steps that bring the pin
+    back and left the arm 1-4 cm in. Started once the hard level is exact again, they bring it
+    out with every pin met; without them it stays in."""
+    import models.ik.refine as refine
+    from models.ik.cost import HAND_AND_FOREARM, BodyParts, collision_depth
+
+    start, rest, effs, _, _ = case
+    parts = BodyParts.from_body(open_body).scaled_to(rest)
+    out = refine_pose(*start, rest, effs)
+    assert collision_depth(out.local_rot, out.trans, rest, parts, HAND_AND_FOREARM).max() < refine.COLLISION_DEEP
+    assert out.misses == () and met(out, effs, rest)
+    monkeypatch.setattr(refine, "COLLISION_EXTRA", 0)
+    stuck = refine_pose(*start, rest, effs)
+    assert collision_depth(stuck.local_rot, stuck.trans, rest, parts, HAND_AND_FOREARM).max() > refine.COLLISION_DEEP
 
 
 def test_the_descent_keeps_rotations_orthonormal():
