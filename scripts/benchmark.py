@@ -116,6 +116,16 @@ def trained_clips(weights_dir):
             for c in json.loads(record.read_text()).get("train_clips", [])}
 
 
+def display_path(path):
+    """A path as a report names it: relative to the project when inside it (the shipped weights
+    read models/ik/weights from any clone), else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def ground_truth(folder, max_frames, held_out_only, body, seed=0, weights_dir=WEIGHTS_DIR):
     """Local rotations (N, 24, 3, 3), rest joints (N, 24, 3), positions (N, 24, 3), clip names."""
     files = [f.path for f in find_bvh_files([folder]).found]
@@ -636,7 +646,7 @@ def main(argv=None):
         methods["baseline_6pt"] = {**score(base[0], rest[:k], pos[:k], gt_rot[:k], base[1], [list(SIX_POINTS)] * k),
                                    "ms_single": per_pose * 1000, "per_s_batch": 1.0 / per_pose, "frames": k}
     report = {"frames": n, "data": str(args.data), "held_out_only": args.held_out_only, "clips": clips,
-              "weights": str(args.weights),
+              "weights": display_path(args.weights),
               "body": body.label,
               "methods": {m: {key: round(v, 3) if isinstance(v, float) else v for key, v in r.items()}
                           for m, r in methods.items()}}

@@ -33,6 +33,7 @@ def test_benchmark_reports_every_method(tmp_path):
                            "--balance-frames", "12")
     methods = report["methods"]
     assert report["frames"] == 40
+    assert report["weights"] == "models/ik/weights"   # the shipped weights, named the same from any clone
     generative = {"smplik_protocol_deterministic", "smplik_protocol_natural", "smplik_protocol_best_of_8",
                   "smplik_protocol_mean_of_8", "smplik_protocol_best_of_8_principal", "smplik_protocol_best_of_8_random", "smplik_6pt_natural", "smplik_alternatives", "smplik_path",
                   "smplik_balance", "smplik_collision", "smplik_protocol_best_of_8_hypotheses",
