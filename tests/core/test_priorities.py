@@ -387,10 +387,10 @@ def test_reachable_pins_stalled_once_are_met(case):
 
 @pytest.mark.parametrize("case", list(stalled_cases(ARM_RESTARTS)), ids=lambda c: c[4])
 def test_an_arm_left_in_the_trunk_comes_out_in_the_extra_steps_with_every_pin_met(case, open_body, monkeypatch):
-    """These descents end with a pin off by more than the slack, so the extra steps an arm
-    still inside gets (COLLISION_EXTRA), started there, took only steps that bring the pin
-    back and left the arm 1-4 cm in. Started once the hard level is exact again, they bring it
-    out with every pin met; without them it stays in."""
+    """The extra steps an arm still inside gets (COLLISION_EXTRA), started where the soft
+    descent stopped, left these arms 1-6 cm in: four of those descents end with a pin off by
+    more than the slack, and then only steps bringing the pin back count. Started once the hard
+    level is exact again, they bring every arm out with every pin met; without them it stays in."""
     import models.ik.refine as refine
     from models.ik.cost import HAND_AND_FOREARM, BodyParts, collision_depth
 
