@@ -767,9 +767,10 @@ def _refine_levels(local, trans, rest, effectors, soft_flags, options):
         local, held = limits.clamp(local)
     problem = _Problem(hard, soft, limits, options, rest)
     state = problem.evaluate(local, trans, held)
+    settle = max(options.iterations // 3, 2)   # hard-only steps that make the pins exact again
     state = _descend(problem, limits, state, options.iterations, options.damping, use_soft=True)
     # the soft level has gone as far as it can: make the hard one exact again if a step left it off
-    state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
+    state = _descend(problem, limits, state, settle, options.damping, use_soft=False)
     if problem.terms is not None and problem.terms.arm_inside(state.fk, COLLISION_DEEP):
         # an arm still inside when the budget ran out comes out in a few more steps, more often
         # than not: only such poses pay for them. They start from the hard level made exact: where
@@ -777,7 +778,7 @@ def _refine_levels(local, trans, rest, effectors, soft_flags, options):
         # only the steps that bring it back, none that bring the arm out
         state = _descend(problem, limits, state, COLLISION_EXTRA * options.iterations, options.damping,
                          use_soft=True)
-        state = _descend(problem, limits, state, max(options.iterations // 3, 2), options.damping, use_soft=False)
+        state = _descend(problem, limits, state, settle, options.damping, use_soft=False)
     return state.local, state.trans
 
 
