@@ -9,15 +9,18 @@ joint count (17: COCO when joints 1-4 sit by joint 0 like eyes and ears by the n
 Human3.6M). Numbers are metres unless --units says otherwise; Y is up (MediaPipe: its own
 y-down, image-style axes) unless --up-axis says otherwise. The body's shape is fitted to the
 figure's bone lengths; all 24 SMPL joints are solved by IK-GAT (positions come back exact, noisy ones corrected: --denoise),
-other layouts by SMPL-IK with a soft pin on each joint the layout has, refined.
+other layouts by SMPL-IK with a soft pin on each joint the layout has, refined. A joint missing
+from a frame is NaN in the file (nan in a .csv, NaN or null in a .json): SMPL-IK solves that
+frame from the joints it has, a gap of up to --fill-gaps seconds pinned lightly on a curve
+through the frames either side; a frame with no joint at all keeps the pose before it.
 
 For X.npy it writes DIR/X.npz (folders keep their sub-folders) through the project's motion
 writer (models.motion.amass.write_motion_npz: poses (T, 72), trans, betas, gender,
 mocap_framerate, up_axis "Y", ...) with source, layout, method, height_m and joint_error_mm
 (the mean distance in mm between the file's joints and the solved body's) beside them; or,
 with --format bvh, DIR/X.bvh on SMPL's skeleton (centimetres). A figure whose height is
-implausible (outside 0.8-2.6 m: a wrong unit), a joint count no layout has, NaN values, an
-empty or unreadable file fail with a message naming the file; nothing is half-written and
+implausible (outside 0.8-2.6 m: a wrong unit), a joint count no layout has, infinite values
+or none but NaN, an empty or unreadable file fail with a message naming the file; nothing is half-written and
 the other files still run. Existing outputs are kept unless --overwrite (reported as
 skipped). The exit status is 1 if any file failed. File formats: docs/motion_io.md.
 """
@@ -35,7 +38,7 @@ from models.body.model import load_body_model, open_body_name  # noqa: E402
 from models.core.errors import SmplIkError  # noqa: E402
 from models.core.files import find_files  # noqa: E402
 from models.core.rotations import axis_angle_to_matrix  # noqa: E402
-from models.ik.from_joints import DEFAULT_FPS, JointOptions, convert_joint_file  # noqa: E402
+from models.ik.from_joints import DEFAULT_FPS, GAP_FILL_SECONDS, JointOptions, convert_joint_file  # noqa: E402
 from models.motion.amass import write_motion_npz  # noqa: E402
 from models.motion.joints import LAYOUTS, SUFFIXES, UP_AXES, layouts_described  # noqa: E402
 from models.motion.retarget import LENGTH_UNITS, parse_unit, write_smpl_bvh  # noqa: E402
@@ -59,7 +62,8 @@ def outputs(args):
 def convert(source, target, body, args):
     """Convert one file; returns the line to print (raises SmplIkError)."""
     options = JointOptions(layout=args.layout, units=args.units, up_axis=args.up_axis, fps=args.fps,
-                           smooth=args.smooth, denoise={"auto": "auto", "on": True, "off": False}[args.denoise])
+                           smooth=args.smooth, denoise={"auto": "auto", "on": True, "off": False}[args.denoise],
+                           fill_gaps=args.fill_gaps)
     motion = convert_joint_file(source, body, options)
     if args.format == "npz":
         extras = {"source": np.array(Path(source).name), "layout": np.array(motion.layout.layout.name),
@@ -88,6 +92,9 @@ def main(argv=None):
     ap.add_argument("--denoise", default="auto", choices=("auto", "on", "off"),
                     help="IK-GAT corrects the bone directions of noisy smpl24 files: auto (when bone lengths change "
                          "between frames), on, off (default auto)")
+    ap.add_argument("--fill-gaps", type=float, default=GAP_FILL_SECONDS, metavar="SECONDS",
+                    help="a joint missing (NaN) for at most this long between frames that show it is pinned lightly "
+                         f"on a curve through them; 0: SMPL-IK alone fills every gap (default {GAP_FILL_SECONDS:g})")
     ap.add_argument("--units", default="m", help=f"the files' length unit: {', '.join(LENGTH_UNITS)} or metres per "
                                                  "unit (default m)")
     ap.add_argument("--up-axis", choices=tuple(UP_AXES), help="the files' up axis: Y, Z, or -Y (y down, image-style); "
@@ -102,6 +109,8 @@ def main(argv=None):
         ap.error(str(exc))
     if args.smooth < 0:
         ap.error("--smooth must be 0 or more frames")
+    if not args.fill_gaps >= 0:
+        ap.error("--fill-gaps must be 0 or more seconds")
     if args.fps is not None and not args.fps > 0:
         ap.error("--fps must be positive")
     try:

@@ -5,7 +5,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ...models.core.errors import SmplIkError
-from ...models.ik.from_joints import DEFAULT_FPS, JointOptions
+from ...models.ik.from_joints import DEFAULT_FPS, GAP_FILL_SECONDS, JointOptions
 from ...models.motion import floor
 from ...models.motion.joints import LAYOUTS, SUFFIXES
 from ...models.motion.retarget import LENGTH_UNITS
@@ -96,6 +96,9 @@ class SMPL_IK_OT_import_joints(bpy.types.Operator, ImportHelper):
                        description="Frames per second of a file that does not say")
     smooth: FloatProperty(name="Smoothing", default=0.0, min=0.0, max=30.0,
                           description="Gaussian smoothing of the solved motion over time, sigma in frames (0: none)")
+    fill_gaps: FloatProperty(name="Fill Gaps", default=GAP_FILL_SECONDS, min=0.0, max=10.0, unit="TIME_ABSOLUTE",
+                             description="A joint missing (NaN) for at most this long between frames that show it is "
+                                         "pinned lightly on a curve through them; longer gaps, or 0, leave it to SMPL-IK")
     floor: EnumProperty(name="Floor", items=FLOOR_ITEMS, default="AUTO",
                         description="Put the clip's feet on the floor (the 3D cursor's height for a new body, the "
                                     "body's Floor Height for the active one)")
@@ -109,7 +112,7 @@ class SMPL_IK_OT_import_joints(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         joints = JointOptions(layout=self.layout.lower(), units=self.units.lower(),
                               up_axis=None if self.up_axis == "AUTO" else self.up_axis.replace("NEG_", "-"),
-                              fps=self.fps, smooth=self.smooth)
+                              fps=self.fps, smooth=self.smooth, fill_gaps=self.fill_gaps)
         keys = ImportOptions(filepath=self.filepath, target=self.target, floor=self.floor,
                              keep_source_rate=self.keep_source_rate, set_frame_range=self.set_frame_range,
                              frame_start=self.frame_start if self.properties.is_property_set("frame_start") else None)

@@ -7,7 +7,9 @@ are fitted to its bone lengths (models.motion.joints.fit_layout_shape); then eac
 solved: by IK-GAT in one pass for a layout that has all 24 joints (the bone directions come
 out exact, so the positions come back), else by SMPL-IK with a soft position effector on
 every SMPL joint the layout gives (and a look-at where it has one), refined, each frame
-starting from the one before. Optional Gaussian smoothing over time (frames) follows.
+starting from the one before. A frame that misses joints (NaN in the file) is solved by
+SMPL-IK from those it has, whatever the layout. Optional Gaussian smoothing over time
+(frames) follows.
 """
 from dataclasses import dataclass
 
@@ -17,7 +19,7 @@ from ..body.measure import measure
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics
 from ..core.rotations import matrix_to_axis_angle
-from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from ..motion.amass import MotionFile
 from ..motion.joints import (APPROXIMATE_WEIGHT, LayoutChoice, check_height, detect_layout, figure_height,
                              fit_layout_shape, get_layout, read_joint_file, to_smpl_frame)
@@ -35,6 +37,40 @@ REFINE = RefineOptions(plant_feet=False, balance=False, iterations=20)
 IKGAT_CHUNK = 2048      # frames IK-GAT solves at once (its activations grow with the batch)
 SOFT_TOLERANCE = 0.02   # metres: a layout's joint sits only near SMPL's, so a soft pin this far off is met
 LOOK_AT_TOLERANCE = 0.1   # radians: a head top is no exact axis either
+# A joint missing for at most this long (seconds) between frames that show it is pinned, lightly,
+# on a curve through them; longer gaps are left to SMPL-IK (benchmark_joint_files.py: a curve
+# beats the solver alone up to about 0.4 s at 30 fps and loses beyond).
+GAP_FILL_SECONDS = 0.4
+
+
+def fill_gaps(joints, longest):
+    """joints (T, J, 3) with NaN where a joint is missing -> (filled copy, (T, J) mask of the
+    filled values). A gap of at most `longest` frames with the joint seen on both sides is
+    filled by a cubic Hermite curve through the frames either side, its tangents the joint's
+    velocity on the frame beyond each (a frame's step where that frame is missing too); longer
+    gaps and those at either end stay NaN."""
+    joints = np.array(joints, np.float64)
+    seen = np.isfinite(joints).all(-1)
+    filled = np.zeros_like(seen)
+    frames = len(joints)
+    for j in range(joints.shape[1]):
+        shown = np.flatnonzero(seen[:, j])
+        for a, b in zip(shown[:-1], shown[1:]):
+            span = b - a
+            if span < 2 or span - 1 > longest:
+                continue
+            pa, pb = joints[a, j], joints[b, j]
+            va = pa - joints[a - 1, j] if a > 0 and seen[a - 1, j] else (pb - pa) / span
+            vb = joints[b + 1, j] - pb if b + 1 < frames and seen[b + 1, j] else (pb - pa) / span
+            s = (np.arange(a + 1, b) - a)[:, None] / span
+            h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
+            joints[a + 1:b, j] = h00 * pa + h10 * span * va + h01 * pb + h11 * span * vb
+            filled[a + 1:b, j] = True
+    return joints, filled
+
+
+def _frames(count):
+    return f"{count} frame" + ("" if count == 1 else "s")
 
 
 def bone_length_spread(joints):
@@ -54,7 +90,9 @@ class JointOptions:
     rotations and translation (0: none); denoise: whether IK-GAT corrects the bone directions
     of noisy positions (SMPL-24 files): 'auto' when the file's bone lengths change from frame
     to frame by more than ikgat.LENGTH_TOLERANCE (a rig's bones keep their lengths, a
-    detector's do not; a one-frame file: when its bones are off the fitted body's), True, False."""
+    detector's do not; a one-frame file: when its bones are off the fitted body's), True, False;
+    fill_gaps: the longest gap (seconds) of a joint missing from frames (NaN) that is pinned on
+    a curve through the frames either side (fill_gaps), 0 to leave every gap to SMPL-IK."""
 
     layout: str = "auto"
     units: str = "m"
@@ -62,6 +100,7 @@ class JointOptions:
     fps: float = None
     smooth: float = 0.0
     denoise: object = "auto"
+    fill_gaps: float = GAP_FILL_SECONDS
 
 
 @dataclass(frozen=True)
@@ -69,8 +108,9 @@ class JointMotion:
     """Motion solved from a joint file: poses (T, 24, 3) axis-angle local rotations, root
     first; trans (T, 3) metres (the pelvis at rest_joints(betas)[0] + trans), SMPL's frame;
     betas (10,) fitted to the figure's bone lengths; fps; layout (a LayoutChoice); method
-    'ikgat' or 'smplik'; height_m the fitted body's height; error_mm the mean distance
-    between the SMPL joints the file gives and the solved body's (after smoothing); path
+    'ikgat', 'smplik' or 'ikgat+smplik' (IK-GAT for the frames with every joint, SMPL-IK for
+    those with gaps); height_m the fitted body's height; error_mm the mean distance between
+    the SMPL joints the file gives and the solved body's (after smoothing); path
     the source file; notes in words."""
 
     poses: np.ndarray
@@ -91,38 +131,60 @@ class JointMotion:
                           path=self.path, body_model=body_model, up_axis="Y")
 
     def describe(self):
-        solver = "IK-GAT" if self.method == "ikgat" else "SMPL-IK"
+        solver = {"ikgat": "IK-GAT", "smplik": "SMPL-IK", "ikgat+smplik": "IK-GAT and SMPL-IK"}[self.method]
         return (f"{self.layout.layout.label} ({self.layout.reason}) by {solver}: "
                 f"body {self.height_m:.2f} m tall, joints within {self.error_mm:.1f} mm on average"
                 + "".join(f"; {n}" for n in self.notes))
 
 
-def layout_effectors(layout, smpl_joints, file_joints):
+def layout_effectors(layout, smpl_joints, file_joints, guessed=()):
     """The SMPL-IK effectors of one frame: smpl_joints (24, 3) from Layout.smpl_positions,
-    file_joints (J, 3) the layout's own (both SMPL frame, metres). Soft: a layout's joint
-    and SMPL's differ by a few centimetres, so no pin is held against the others."""
+    file_joints (J, 3) the layout's own (both SMPL frame, metres); none for a joint that is
+    NaN (missing), and the weight of one the layout only approximates for a joint in
+    `guessed` (indices: filled in a gap). Soft: a layout's joint and SMPL's differ by a few
+    centimetres, so no pin is held against the others."""
     out = []
     for name in layout.smpl:
-        weight = 1.0 if layout.direct(name) else APPROXIMATE_WEIGHT
-        out.append(Effector(name, EffectorKind.POSITION, tuple(smpl_joints[JOINT_INDEX[name]]), weight=weight,
-                            soft=True, tolerance=SOFT_TOLERANCE))
+        target = smpl_joints[JOINT_INDEX[name]]
+        if not np.isfinite(target).all():   # missing from this frame (NaN in the file)
+            continue
+        weight = 1.0 if layout.direct(name) and JOINT_INDEX[name] not in guessed else APPROXIMATE_WEIGHT
+        out.append(Effector(name, EffectorKind.POSITION, tuple(target), weight=weight, soft=True,
+                            tolerance=SOFT_TOLERANCE))
     for name, (axis, target) in (layout.look_at or {}).items():
-        out.append(Effector(name, EffectorKind.LOOK_AT, tuple(file_joints[layout.joint(target)]), axis=axis,
-                            weight=APPROXIMATE_WEIGHT, soft=True, tolerance=LOOK_AT_TOLERANCE))
+        point = file_joints[layout.joint(target)]
+        if np.isfinite(point).all():
+            out.append(Effector(name, EffectorKind.LOOK_AT, tuple(point), axis=axis, weight=APPROXIMATE_WEIGHT,
+                                soft=True, tolerance=LOOK_AT_TOLERANCE))
     return out
 
 
-def _solve_smplik(layout, smpl_joints, file_joints, rest, progress):
+def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, progress, guessed=None):
+    """Solve `frames` (indices, in time order) by SMPL-IK into local (T, 24, 3, 3) and trans
+    (T, 3), whose other frames are solved already. Each starts from the frame before where that
+    one is solved. A frame with no joint to place the body (no position effector) keeps the pose
+    of the frame before; those before the first placed frame take its pose. Returns the frames
+    that kept a pose."""
     solver = load_smplik()
-    local, trans, previous = [], [], None
-    for t in range(len(smpl_joints)):
-        options = SolveOptions(refine=REFINE, current_pose=previous, warm_start=previous is not None)
-        solution = solver.solve(layout_effectors(layout, smpl_joints[t], file_joints[t]), rest, options)
-        previous = (solution.local_rot, solution.trans)
-        local.append(solution.local_rot)
-        trans.append(solution.trans)
-        progress((t + 1) / len(smpl_joints))
-    return np.stack(local), np.stack(trans)
+    solved = np.ones(len(smpl_joints), bool)
+    solved[frames] = False
+    held = []
+    for k, t in enumerate(frames):
+        effectors = layout_effectors(layout, smpl_joints[t], file_joints[t],
+                                     () if guessed is None else np.flatnonzero(guessed[t]))
+        previous = (local[t - 1], trans[t - 1]) if t > 0 and solved[t - 1] else None
+        if not any(e.kind == EffectorKind.POSITION for e in effectors):
+            held.append(t)
+            if previous is not None:
+                local[t], trans[t], solved[t] = previous[0], previous[1], True
+        else:
+            options = SolveOptions(refine=REFINE, current_pose=previous, warm_start=previous is not None)
+            solution = solver.solve(effectors, rest, options)
+            local[t], trans[t], solved[t] = solution.local_rot, solution.trans, True
+        progress((k + 1) / len(frames))
+    first = int(np.argmax(solved))
+    local[:first], trans[:first] = local[first], trans[first]
+    return held
 
 
 def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fraction: None):
@@ -154,30 +216,51 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
     except SmplIkError as exc:
         raise SmplIkError(f"{path}: {exc}") from None
     rest = body.rest_joints(shape.betas)
-    if layout.complete:
+    frames = len(smpl_joints)
+    mapped = [JOINT_INDEX[n] for n in JOINT_NAMES if n in layout.smpl]
+    missing = ~np.isfinite(smpl_joints[:, mapped]).all(-1)         # (T, M): gaps in the file
+    gappy = missing.any(1)
+    local, trans = np.empty((frames, NUM_JOINTS, 3, 3)), np.empty((frames, 3))
+    whole = np.flatnonzero(~gappy) if layout.complete else np.zeros(0, int)
+    if len(whole):
         denoise = options.denoise
-        if denoise == "auto" and len(smpl_joints) > 1:
-            spread = bone_length_spread(smpl_joints)
+        if denoise == "auto" and len(whole) > 1:
+            spread = bone_length_spread(smpl_joints[whole])
             denoise = bool(spread > LENGTH_TOLERANCE)
             if denoise:
                 notes.append(f"bone lengths change by up to {spread * 1000:.1f} mm between frames: "
                              "IK-GAT corrects the bone directions as for noisy positions")
-        ikgat, chunks = load_ikgat(denoise=denoise), []
-        for start in range(0, len(smpl_joints), IKGAT_CHUNK):
-            chunks.append(ikgat(smpl_joints[start:start + IKGAT_CHUNK], rest))
-            progress(min(start + IKGAT_CHUNK, len(smpl_joints)) / len(smpl_joints))
-        local = np.concatenate(chunks)
-        trans = smpl_joints[:, 0] - rest[0]
-        method = "ikgat"
-    else:
-        local, trans = _solve_smplik(layout, smpl_joints, joints, rest, progress)
-        method = "smplik"
+        ikgat = load_ikgat(denoise=denoise)
+        for start in range(0, len(whole), IKGAT_CHUNK):
+            chunk = whole[start:start + IKGAT_CHUNK]
+            local[chunk] = ikgat(smpl_joints[chunk], rest)
+            progress(len(whole) / frames * min(start + IKGAT_CHUNK, len(whole)) / len(whole))
+        trans[whole] = smpl_joints[whole, 0] - rest[0]
+    rest_frames = np.setdiff1d(np.arange(frames), whole)
+    held = []
+    if len(rest_frames):
+        done = len(whole) / frames
+        pins, guessed = fill_gaps(smpl_joints, int(round(options.fill_gaps * fps)))
+        held = _solve_smplik(layout, pins, joints, rest, local, trans, rest_frames,
+                             lambda f: progress(done + (1 - done) * f), guessed)
+    method = "smplik" if not len(whole) else "ikgat+smplik" if len(rest_frames) else "ikgat"
+    if gappy.any():
+        counts = missing.sum(0)
+        worst = int(np.argmax(counts))
+        curve = int(guessed[:, mapped].sum())
+        notes.append(f"{_frames(int(gappy.sum()))} of {frames} miss joints (most often {JOINT_NAMES[mapped[worst]]}, "
+                     f"in {_frames(int(counts[worst]))}): SMPL-IK solves them from the joints they have"
+                     + (f", {curve} missing joint position{'' if curve == 1 else 's'} pinned lightly on a curve through the frames either "
+                        f"side of a gap of up to {options.fill_gaps:g} s" if curve else ""))
+    if held:
+        notes.append(f"{_frames(len(held))} give no joint to place the body (the first: frame {held[0]}): each "
+                     "keeps the pose of the frame before it")
     if options.smooth > 0:
         local, trans = smooth_poses(local, trans, options.smooth)
         notes.append(f"smoothed (Gaussian, sigma {options.smooth:g} frames)")
     posed = forward_kinematics(local, rest, PARENTS, trans).positions
     given = [JOINT_INDEX[n] for n in JOINT_NAMES if layout.direct(n)]
-    error = 1e3 * float(np.linalg.norm(posed[:, given] - smpl_joints[:, given], axis=-1).mean())
+    error = 1e3 * float(np.nanmean(np.linalg.norm(posed[:, given] - smpl_joints[:, given], axis=-1)))
     return JointMotion(poses=matrix_to_axis_angle(local), trans=trans, betas=np.asarray(shape.betas, np.float64),
                        fps=fps, layout=choice, method=method, height_m=measure(body, shape.betas).height,
                        error_mm=error, path=path, notes=tuple(notes))

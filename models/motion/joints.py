@@ -37,6 +37,8 @@ File formats (`read_joint_file`):
   separated, after an optional header row (any first row that is not all numbers).
 - `.json`: a list of frames, each a list of J [x, y, z] lists; or an object
   {"joints": that list, "fps": 30}.
+A joint missing from a frame (a detector that lost it, a marker gap) is NaN (`nan` in a
+.csv, `NaN` or null in a .json) in any of its coordinates; infinite values are refused.
 """
 import csv
 import json
@@ -195,8 +197,10 @@ def detect_layout(joints, path=""):
                           f"{layouts_described()} (give one with the layout option)")
     if len(found) == 1:
         return LayoutChoice(found[0], f"{count} joints")
-    near = np.median(np.linalg.norm(joints[:, 1:5] - joints[:, :1], axis=-1))
-    size = np.median(np.linalg.norm(joints.max(axis=1) - joints.min(axis=1), axis=-1))
+    near = np.linalg.norm(joints[:, 1:5] - joints[:, :1], axis=-1)
+    near = np.nanmedian(near) if np.isfinite(near).any() else np.nan   # NaN: no frame shows them together
+    shown = joints[np.isfinite(joints).all(-1).any(-1)]
+    size = np.median(np.linalg.norm(np.nanmax(shown, axis=1) - np.nanmin(shown, axis=1), axis=-1))
     if near < 0.1 * size:
         return LayoutChoice(COCO, f"{count} joints, joints 1-4 beside joint 0 (a face): COCO's")
     return LayoutChoice(H36M, f"{count} joints, joints 1-4 away from joint 0: Human3.6M's")
@@ -280,8 +284,8 @@ def _read_csv(path, text):
         if len(got) != width or width % 3:
             raise SmplIkError(f"{path}: line {n} has {len(got)} numbers; every row needs the same number, "
                               f"three per joint ({width} on the first)")
-        if not all(map(math.isfinite, got)):
-            raise SmplIkError(f"{path}: line {n} (frame {len(values)}) has a value that is not a finite number")
+        if any(map(math.isinf, got)):
+            raise SmplIkError(f"{path}: line {n} (frame {len(values)}) has an infinite value")
         values.append(got)
     return _as_frames(path, np.array(values), "the rows"), None
 
@@ -308,8 +312,9 @@ def _read_json(path, text):
 
 def read_joint_file(path):
     """Read a joint file (the formats of the module docstring) into a JointFile. SmplIkError
-    naming the file for one that is missing, unreadable, empty or of the wrong shape, and the
-    frame (and the line, in a .csv) of a value that is not a finite number."""
+    naming the file for one that is missing, unreadable, empty, of the wrong shape or with no
+    joint at all, and the frame (and the line, in a .csv) of an infinite value. A joint with a
+    NaN coordinate is missing from its frame: all three come back NaN."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
@@ -332,11 +337,15 @@ def read_joint_file(path):
             values, fps = _read_csv(path, text) if suffix == ".csv" else _read_json(path, text)
     except (OSError, UnicodeDecodeError) as exc:
         raise SmplIkError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-    bad = ~np.isfinite(values)
+    bad = np.isinf(values)
     if bad.any():
         t, j, _ = np.argwhere(bad)[0]
-        raise SmplIkError(f"{path}: frame {t} (row {t} of the file), joint {j} is not a finite number "
+        raise SmplIkError(f"{path}: frame {t} (row {t} of the file), joint {j} is infinite "
                           f"({values[t, j].tolist()})")
+    missing = np.isnan(values).any(-1)
+    if missing.all():
+        raise SmplIkError(f"{path}: every value is NaN (a missing joint); the file gives no joint at all")
+    values[missing] = np.nan   # a joint with any coordinate missing is missing
     return JointFile(path=str(path), joints=values, fps=fps)
 
 
@@ -360,14 +369,19 @@ def figure_height(smpl_joints, body):
         ia, ib = JOINT_INDEX[a], JOINT_INDEX[b]
         ratios.append(np.linalg.norm(smpl_joints[:, ib] - smpl_joints[:, ia], axis=-1)
                       / np.linalg.norm(rest[ib] - rest[ia]))
-    ratio = float(np.nanmedian(np.stack(ratios)))
-    return ratio * measure(body, np.zeros(NUM_BETAS)).height
+    ratios = np.stack(ratios)
+    if not np.isfinite(ratios).any():
+        return float("nan")
+    return float(np.nanmedian(ratios)) * measure(body, np.zeros(NUM_BETAS)).height
 
 
 def check_height(height, path, unit_name):
     """SmplIkError naming the file and the figure's height when it is outside
     PLAUSIBLE_HEIGHT_M (a wrong unit or layout)."""
     low, high = PLAUSIBLE_HEIGHT_M
+    if not np.isfinite(height):
+        raise SmplIkError(f"{path}: no frame gives both ends of an arm or leg bone, so the figure's size cannot "
+                          "be measured")
     if not low <= height <= high:
         raise SmplIkError(f"{path}: the figure would be {height:.3g} m tall with its numbers in {unit_name}, "
                           f"outside {low}-{high} m; give the file's unit (the units option: m, cm, mm, inch or "

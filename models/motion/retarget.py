@@ -415,10 +415,10 @@ def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None):
     """Fit betas to the source's limb lengths and body widths, at their absolute size.
 
     joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
-    unmapped). measurements: {name: chain of points} as MEASUREMENTS (the default) has them;
+    unmapped, or missing from a pose). measurements: {name: chain of points} as MEASUREMENTS (the default) has them;
     a source whose joints are SMPL's own (a joint file of SMPL's 24) can give every bone. Each
     chain's source length is the sum over its segments of their median length over the poses
-    given, so the fit sees lengths, not the pose the file was
+    that show both its ends, so the fit sees lengths, not the pose the file was
     drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
     steps of bounded least squares (betas within +-BETA_BOUND), with a small prior keeping
     betas near 0 (units: m^2 per beta^2).
@@ -429,10 +429,13 @@ def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None):
     names, chains, targets = [], [], []
     for name, points in (MEASUREMENTS if measurements is None else measurements).items():
         weights = [_point_weights(p) for p in points]
-        have = [w for w in weights if np.isfinite(joints[:, w != 0]).all()]
+        have = [w for w in weights if np.isfinite(joints[:, w != 0]).all(axis=(1, 2)).any()]
         steps = [b - a for a, b in zip(have[:-1], have[1:])]   # (24,) weights per segment
-        length = sum(np.median(np.linalg.norm(np.einsum("j,tjc->tc", d[d != 0], joints[:, d != 0]), axis=-1))
-                     for d in steps)
+        # NaN in the frames that miss an end (a joint file's gaps); a segment no frame shows drops the chain
+        seen = [np.linalg.norm(np.einsum("j,tjc->tc", d[d != 0], joints[:, d != 0]), axis=-1) for d in steps]
+        if not all(np.isfinite(s).any() for s in seen):
+            continue
+        length = sum(np.nanmedian(s) for s in seen)
         if steps and length >= 1e-3:
             names.append(name)
             chains.append(steps)

@@ -82,10 +82,29 @@ def test_a_layout_with_fewer_joints_on_the_active_body(tmp_path):
     assert 1e3 * np.linalg.norm(back[:, given] - joints[:, given], axis=-1).mean() < 10.0
 
 
+def test_a_file_with_gaps_keys_every_frame_and_the_report_says_so(tmp_path, capfd):
+    """A wrist and hand lost for two frames (NaN) and one frame lost whole: every frame is
+    keyed, the whole frames exactly, the lost ones near the truth; the report counts them."""
+    set_fps(30)
+    _, joints, _ = figure(seed=4)
+    gaps = joints.copy()
+    gaps[2:4, [JOINT_INDEX["right_wrist"], JOINT_INDEX["right_hand"]]] = np.nan
+    gaps[4] = np.nan
+    np.save(tmp_path / "gaps.npy", gaps)
+    capfd.readouterr()
+    assert bpy.ops.smpl_ik.import_joints(filepath=str(tmp_path / "gaps.npy"), floor="OFF") == {"FINISHED"}
+    assert "3 frames of 6 miss joints" in capfd.readouterr().out
+    arm = bpy.context.active_object
+    back = joints_in_blender(arm, range(1, FRAMES + 1))
+    error = 1e3 * np.linalg.norm(back - joints, axis=-1)
+    assert error[[0, 1, 5]].max() < 1.0
+    assert error[2:5].max() < 30.0
+
+
 def _bad(path, case):
     _, joints, _ = figure(frames=3)
-    if case == "nan":
-        joints[1, 3, 2] = np.nan
+    if case == "inf":
+        joints[1, 3, 2] = np.inf
         np.save(path, joints)
     elif case == "count":
         np.save(path, np.zeros((3, 19, 3)))
@@ -97,7 +116,7 @@ def _bad(path, case):
         np.save(path, 1000.0 * joints)
 
 
-BAD = {"nan": ("nan.npy", "frame 1 .*joint 3"), "count": ("count.npy", "19 joints per frame, which no layout has"),
+BAD = {"inf": ("inf.npy", "frame 1 .*joint 3 is infinite"), "count": ("count.npy", "19 joints per frame, which no layout has"),
        "junk": ("junk.npz", "not a readable"), "empty": ("empty.csv", "the file is empty"),
        "height": ("height.npy", "the figure would be .* m tall")}
 

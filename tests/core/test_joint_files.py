@@ -16,10 +16,10 @@ from models.core.errors import SmplIkError
 from models.core.files import find_files
 from models.core.rotations import axis_angle_to_matrix, matrix_to_quat_wxyz
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES
-from models.ik.from_joints import JointOptions, convert_joint_file, joints_to_smpl
+from models.ik.from_joints import JointOptions, convert_joint_file, fill_gaps, joints_to_smpl
 from models.motion.amass import read_motion_npz
 from models.motion.bvh import find_bvh_files, read_bvh
-from models.motion.joints import LAYOUTS, UP_AXES, JointFile, detect_layout, read_joint_file
+from models.motion.joints import LAYOUTS, UP_AXES, JointFile, detect_layout, fit_layout_shape, read_joint_file
 from models.motion.resample import continuous_quats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,15 +216,18 @@ def test_ikgat_corrects_the_bones_of_a_noisy_file_only(open_body):
 def test_bad_files_are_named(open_body, tmp_path):
     betas, local, trans = motion(open_body, seed=7, frames=4)
     truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
-    nan = truth.copy()
-    nan[2, 5] = np.nan
-    np.save(tmp_path / "nan.npy", nan)
-    with pytest.raises(SmplIkError, match=r"nan\.npy: frame 2 .*joint 5"):
-        read_joint_file(tmp_path / "nan.npy")
-    rows = "\n".join(",".join(str(v) for v in row) for row in nan.reshape(4, -1))
-    (tmp_path / "nan.csv").write_text("header\n" + rows + "\n")
-    with pytest.raises(SmplIkError, match=r"nan\.csv: line 4 \(frame 2\)"):
-        read_joint_file(tmp_path / "nan.csv")
+    inf = truth.copy()
+    inf[2, 5, 1] = np.inf
+    np.save(tmp_path / "inf.npy", inf)
+    with pytest.raises(SmplIkError, match=r"inf\.npy: frame 2 .*joint 5 is infinite"):
+        read_joint_file(tmp_path / "inf.npy")
+    rows = "\n".join(",".join(str(v) for v in row) for row in inf.reshape(4, -1))
+    (tmp_path / "inf.csv").write_text("header\n" + rows + "\n")
+    with pytest.raises(SmplIkError, match=r"inf\.csv: line 4 \(frame 2\) has an infinite value"):
+        read_joint_file(tmp_path / "inf.csv")
+    np.save(tmp_path / "none.npy", np.full((3, 24, 3), np.nan))
+    with pytest.raises(SmplIkError, match=r"none\.npy: every value is NaN .*no joint at all"):
+        read_joint_file(tmp_path / "none.npy")
     np.save(tmp_path / "odd.npy", np.zeros((3, 19, 3)))
     with pytest.raises(SmplIkError, match=r"odd\.npy: 19 joints .*smpl24 .*h36m17 .*coco17 .*mediapipe33 .*body25"):
         convert_joint_file(tmp_path / "odd.npy", open_body)
@@ -251,6 +254,103 @@ def test_bad_files_are_named(open_body, tmp_path):
         convert_joint_file(tmp_path / "mm.npy", open_body, JointOptions(layout="coco17", units="mm"))
 
 
+# --- joints missing from frames ---------------------------------------------------------------
+
+def test_missing_joints_read_as_nan_from_every_format(open_body, tmp_path):
+    """NaN in a .npy, `nan` in a .csv, null or NaN in a .json: the joint is missing from that
+    frame; one missing coordinate makes the whole joint missing; every other value is kept."""
+    betas, local, trans = motion(open_body, seed=3, frames=3)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    gaps = truth.copy()
+    gaps[1, 4, 0] = np.nan          # one coordinate
+    gaps[2, 7] = np.nan             # a whole joint
+    expected = np.isnan(gaps).any(-1)
+    np.save(tmp_path / "a.npy", gaps)
+    rows = "\n".join(",".join("nan" if np.isnan(v) else repr(float(v)) for v in row) for row in gaps.reshape(3, -1))
+    (tmp_path / "b.csv").write_text(rows + "\n")
+    listed = [[[None if np.isnan(c) else float(c) for c in j] for j in f] for f in gaps]
+    (tmp_path / "c.json").write_text(json.dumps(listed))
+    (tmp_path / "d.json").write_text(json.dumps(gaps.tolist()))     # Python's json writes NaN
+    for name in ("a.npy", "b.csv", "c.json", "d.json"):
+        read = read_joint_file(tmp_path / name).joints
+        assert (np.isnan(read).all(-1) == expected).all() and not np.isnan(read[~expected]).any(), name
+        assert np.allclose(read[~expected], truth[~expected], atol=1e-12), name
+
+
+def test_fill_gaps_draws_a_joints_path_through_short_gaps_only():
+    """A joint moving at a constant velocity comes back exactly in a gap the curve may fill
+    (its tangents are the velocity); a longer gap, and a gap at either end, stay missing."""
+    t = np.arange(20, dtype=float)
+    joints = np.stack([np.stack([0.1 * t, 1.0 + 0.02 * t, -0.05 * t], -1)], 1)   # (20, 1, 3)
+    gaps = joints.copy()
+    gaps[3:7] = np.nan          # 4 frames
+    gaps[10:16] = np.nan        # 6 frames
+    gaps[18:] = np.nan          # at the end
+    filled, mask = fill_gaps(gaps, longest=5)
+    assert mask[3:7].all() and np.allclose(filled[3:7], joints[3:7], atol=1e-12)
+    assert not mask[10:16].any() and np.isnan(filled[10:16]).all()
+    assert not mask[18:].any() and np.isnan(filled[18:]).all()
+    assert not mask[~np.isnan(gaps).any(-1)].any()
+    filled, mask = fill_gaps(gaps, longest=6)
+    assert mask[10:16].all() and np.allclose(filled[10:16], joints[10:16], atol=1e-12)
+
+
+def test_the_shape_fit_reads_bone_lengths_around_gaps(open_body):
+    """A rig's bones keep their lengths, so knocking joints out of a fifth of the frames leaves
+    the fitted betas as they were."""
+    betas, local, trans = motion(open_body, seed=5, frames=10, betas_scale=1.5)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    gaps = truth.copy()
+    gaps[[1, 6], :12] = np.nan
+    gaps[3, [4, 18, 21]] = np.nan
+    whole, holed = fit_layout_shape(open_body, truth, LAYOUTS["smpl24"]), fit_layout_shape(open_body, gaps, LAYOUTS["smpl24"])
+    assert np.allclose(holed.betas, whole.betas, atol=1e-6)
+    assert np.abs(whole.betas - betas).max() < 1e-3
+
+
+def test_frames_with_missing_joints_are_solved_from_the_rest(open_body):
+    """An SMPL-24 file with gaps: the whole frames by IK-GAT (exact), the frames with gaps by
+    SMPL-IK from the joints they give (within the soft pins' 2 cm), a joint missing for 3
+    frames pinned on a curve through the frames either side (near its truth), as is a frame
+    lost between two whole ones; frames lost at the end, with nothing after them, keep the pose
+    before them. The notes say which."""
+    betas, local, trans = motion(open_body, seed=11, frames=20)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    gaps = truth.copy()
+    hand = [JOINT_INDEX["left_wrist"], JOINT_INDEX["left_hand"]]
+    gaps[4:7, hand] = np.nan
+    gaps[9, JOINT_INDEX["right_ankle"]] = np.nan
+    gaps[12] = np.nan
+    gaps[17:] = np.nan
+    result = joints_to_smpl(JointFile("gaps.npy", gaps, fps=30.0), open_body)
+    assert result.method == "ikgat+smplik"
+    assert "8 frames of 20 miss joints" in result.describe()
+    assert "3 frames give no joint to place the body (the first: frame 17)" in result.describe()
+    back = reposed(open_body, result)
+    error = 1e3 * np.linalg.norm(back - truth, axis=-1)
+    whole = [t for t in range(17) if t not in (4, 5, 6, 9, 12)]
+    assert error[whole].max() < 1.0
+    given = ~np.isnan(gaps).any(-1)
+    assert error[[4, 5, 6, 9]][given[[4, 5, 6, 9]]].max() < 25.0
+    assert error[4:7][:, hand].max() < 30.0 and error[12].max() < 30.0
+    for t in (17, 18, 19):
+        assert np.array_equal(result.poses[t], result.poses[16]) and np.array_equal(result.trans[t], result.trans[16])
+    assert result.error_mm < 5.0    # over the joints the file gives
+
+
+def test_a_layout_with_fewer_joints_skips_the_missing_ones(open_body):
+    """COCO-17 with a wrist lost in two frames: SMPL-IK pins the rest; the wrist stays near
+    its truth, and no NaN reaches the poses."""
+    betas, local, trans = motion(open_body, seed=2, frames=6)
+    joints = layout_joints(open_body, LAYOUTS["coco17"], betas, local, trans)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    joints[2:4, LAYOUTS["coco17"].joint("right_wrist")] = np.nan
+    result = joints_to_smpl(JointFile("coco.npy", joints, fps=30.0), open_body, JointOptions(layout="coco17"))
+    assert result.method == "smplik" and np.isfinite(result.poses).all()
+    wrist = JOINT_INDEX["right_wrist"]
+    assert 1e3 * np.linalg.norm(reposed(open_body, result)[2:4, wrist] - truth[2:4, wrist], axis=-1).max() < 60.0
+
+
 def test_find_files_keeps_find_bvh_files(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.BVH").write_text("")
@@ -273,15 +373,24 @@ def test_script_writes_npz_and_bvh_and_skips_and_fails_cleanly(open_body, tmp_pa
     src = tmp_path / "in"
     (src / "sub").mkdir(parents=True)
     np.save(src / "sub" / "walk.npy", truth)
-    nan = truth.copy()
-    nan[1, 0, 0] = np.nan
-    np.save(src / "broken.npy", nan)
+    broken = truth.copy()
+    broken[1, 0, 0] = np.inf
+    np.save(src / "broken.npy", broken)
     out = tmp_path / "out"
     r = run_script(src, "--out", out)
     assert r.returncode == 1, r.stdout + r.stderr            # one file failed ...
     assert "FAILED" in r.stdout and "broken.npy: frame 1" in r.stdout
     assert not (out / "broken.npz").exists()                  # ... and left nothing behind
     assert sorted(p.name for p in out.rglob("*")) == ["sub", "walk.npz"]
+    holed = truth.copy()
+    holed[2, 5] = np.nan                                       # a joint missing is no failure
+    np.save(src / "holed.npy", holed)
+    r = run_script(src / "holed.npy", "--out", out)
+    assert r.returncode == 0 and "1 frame of 6 miss joints" in r.stdout, r.stdout + r.stderr
+    with np.load(out / "holed.npz") as npz:
+        assert str(npz["method"]) == "ikgat+smplik" and float(npz["joint_error_mm"]) < 5.0
+    (out / "holed.npz").unlink()
+    assert run_script(src / "holed.npy", "--out", out, "--fill-gaps", "-1").returncode == 2
     written = read_motion_npz(out / "sub" / "walk.npz")
     back = open_body.forward(written.betas, pose_rotvecs=written.poses, trans=written.trans).posed_joints
     assert 1e3 * np.linalg.norm(back - truth, axis=-1).max() < 1.0
