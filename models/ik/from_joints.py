@@ -41,6 +41,7 @@ LOOK_AT_TOLERANCE = 0.1   # radians: a head top is no exact axis either
 # on a curve through them; longer gaps are left to SMPL-IK (benchmark_joint_files.py: a curve
 # beats the solver alone up to about 0.4 s at 30 fps and loses beyond).
 GAP_FILL_SECONDS = 0.4
+FEW_LENGTHS = 6   # a shape fitted to fewer lengths (a figure missing a side) is reported
 
 
 def fill_gaps(joints, longest):
@@ -71,6 +72,11 @@ def fill_gaps(joints, longest):
 
 def _frames(count):
     return f"{count} frame" + ("" if count == 1 else "s")
+
+
+def _verb(count, verb):
+    """The verb agreeing with `count` things: 'miss' -> 'misses' for one."""
+    return verb if count != 1 else verb + ("es" if verb.endswith("s") else "s")
 
 
 def bone_length_spread(joints):
@@ -215,6 +221,8 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
         shape = fit_layout_shape(body, smpl_joints, layout)
     except SmplIkError as exc:
         raise SmplIkError(f"{path}: {exc}") from None
+    if len(shape.names) < FEW_LENGTHS:
+        notes.append(f"the shape rests on only {len(shape.names)} lengths the file shows ({', '.join(shape.names)})")
     rest = body.rest_joints(shape.betas)
     frames = len(smpl_joints)
     mapped = [JOINT_INDEX[n] for n in JOINT_NAMES if n in layout.smpl]
@@ -247,14 +255,15 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
     if gappy.any():
         counts = missing.sum(0)
         worst = int(np.argmax(counts))
-        curve = int(guessed[:, mapped].sum())
-        notes.append(f"{_frames(int(gappy.sum()))} of {frames} miss joints (most often {JOINT_NAMES[mapped[worst]]}, "
-                     f"in {_frames(int(counts[worst]))}): SMPL-IK solves them from the joints they have"
-                     + (f", {curve} missing joint position{'' if curve == 1 else 's'} pinned lightly on a curve through the frames either "
-                        f"side of a gap of up to {options.fill_gaps:g} s" if curve else ""))
+        lacking, curve = int(gappy.sum()), int(guessed[:, mapped].sum())
+        notes.append(f"{lacking} of {_frames(frames)} {_verb(lacking, 'miss')} joints (most often "
+                     f"{JOINT_NAMES[mapped[worst]]}, in {_frames(int(counts[worst]))}): SMPL-IK solves each from "
+                     "the joints it has" + (f", {curve} missing joint position{'' if curve == 1 else 's'} pinned "
+                                            "lightly on a curve through the frames either side of a gap of up to "
+                                            f"{options.fill_gaps:g} s" if curve else ""))
     if held:
-        notes.append(f"{_frames(len(held))} give no joint to place the body (the first: frame {held[0]}): each "
-                     "keeps the pose of the frame before it")
+        notes.append(f"{_frames(len(held))} {_verb(len(held), 'give')} no joint to place the body (the first: "
+                     f"frame {held[0]}): each keeps the pose of the frame before it")
     if options.smooth > 0:
         local, trans = smooth_poses(local, trans, options.smooth)
         notes.append(f"smoothed (Gaussian, sigma {options.smooth:g} frames)")

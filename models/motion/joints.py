@@ -38,7 +38,8 @@ File formats (`read_joint_file`):
 - `.json`: a list of frames, each a list of J [x, y, z] lists; or an object
   {"joints": that list, "fps": 30}.
 A joint missing from a frame (a detector that lost it, a marker gap) is NaN (`nan` in a
-.csv, `NaN` or null in a .json) in any of its coordinates; infinite values are refused.
+.csv, `NaN` or null in a .json) in any of its coordinates; in a .json, null in place of the
+whole [x, y, z] too. Infinite values are refused.
 """
 import csv
 import json
@@ -303,6 +304,8 @@ def _read_json(path, text):
         if fps is not None and not (isinstance(fps, (int, float)) and fps > 0):
             raise SmplIkError(f"{path}: 'fps' should be a positive number, found {fps!r}")
         data = data["joints"]
+    if isinstance(data, list):   # null for a whole joint: missing, as [null, null, null]
+        data = [[[None] * 3 if j is None else j for j in f] if isinstance(f, list) else f for f in data]
     try:
         values = np.array(data, dtype=np.float64)
     except (TypeError, ValueError):
@@ -394,11 +397,17 @@ BONE_MEASUREMENTS = {f"{JOINT_NAMES[p]}-{JOINT_NAMES[j]}": (JOINT_NAMES[p], JOIN
 EXACT_BETA_PRIOR = 1e-8   # m^2 per beta^2: with every bone measured the lengths decide the betas
 
 
+# A detector's file may lose a whole side (a person cut off by the frame): the body is
+# symmetric, so one thigh, shin and upper arm with the hips' and shoulders' widths still size it.
+LEAST_LENGTHS = 4
+
+
 def fit_layout_shape(body, smpl_joints, layout):
-    """The retarget.ShapeFit of a figure's SMPL joints (T, 24, 3) (NaN where none): for a
-    complete layout, to every bone's length (the 24 joints of a body come back within a
-    micrometre), else to the limbs and widths the layout has (retarget.MEASUREMENTS)."""
+    """The retarget.ShapeFit of a figure's SMPL joints (T, 24, 3) (NaN where none or
+    missing): for a complete layout, to every bone's length (the 24 joints of a body come
+    back within a micrometre), else to the limbs and widths the layout has
+    (retarget.MEASUREMENTS), at least LEAST_LENGTHS of them."""
     if layout.complete:
         return fit_shape(body, smpl_joints, beta_prior=EXACT_BETA_PRIOR, iterations=8,
-                         measurements={**MEASUREMENTS, **BONE_MEASUREMENTS})
-    return fit_shape(body, smpl_joints)
+                         measurements={**MEASUREMENTS, **BONE_MEASUREMENTS}, least=LEAST_LENGTHS)
+    return fit_shape(body, smpl_joints, least=LEAST_LENGTHS)

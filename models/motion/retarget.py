@@ -411,7 +411,7 @@ def _chain_lengths(chains, joints):
     return np.array(lengths), np.array(grads)
 
 
-def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None):
+def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None, least=6):
     """Fit betas to the source's limb lengths and body widths, at their absolute size.
 
     joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
@@ -421,7 +421,8 @@ def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None):
     that show both its ends, so the fit sees lengths, not the pose the file was
     drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
     steps of bounded least squares (betas within +-BETA_BOUND), with a small prior keeping
-    betas near 0 (units: m^2 per beta^2).
+    betas near 0 (units: m^2 per beta^2). SmplIkError when fewer than `least` chains are
+    measured.
     """
     joints = np.asarray(joints, dtype=np.float64).reshape(-1, NUM_JOINTS, 3)
     j0 = body.rest_joints(np.zeros(NUM_BETAS))
@@ -440,8 +441,9 @@ def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None):
             names.append(name)
             chains.append(steps)
             targets.append(length)
-    if len(names) < 6:
-        raise SmplIkError("too few limbs mapped to fit a body shape")
+    if len(names) < least:
+        raise SmplIkError(f"too few limbs mapped to fit a body shape ({len(names)} lengths"
+                          + (f": {', '.join(names)}" if names else "") + f"; {least} needed)")
     targets = np.array(targets)
     betas = np.zeros(NUM_BETAS)
     prior = np.sqrt(beta_prior) * np.eye(NUM_BETAS)

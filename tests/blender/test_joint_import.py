@@ -93,7 +93,7 @@ def test_a_file_with_gaps_keys_every_frame_and_the_report_says_so(tmp_path, capf
     np.save(tmp_path / "gaps.npy", gaps)
     capfd.readouterr()
     assert bpy.ops.smpl_ik.import_joints(filepath=str(tmp_path / "gaps.npy"), floor="OFF") == {"FINISHED"}
-    assert "3 frames of 6 miss joints" in capfd.readouterr().out
+    assert "3 of 6 frames miss joints" in capfd.readouterr().out
     arm = bpy.context.active_object
     back = joints_in_blender(arm, range(1, FRAMES + 1))
     error = 1e3 * np.linalg.norm(back - joints, axis=-1)
