@@ -18,11 +18,12 @@ import numpy as np
 from ..body.measure import measure
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics
-from ..core.rotations import matrix_to_axis_angle
+from ..core.rotations import matrix_to_axis_angle, matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from ..motion.amass import MotionFile
 from ..motion.joints import (APPROXIMATE_WEIGHT, LayoutChoice, check_height, detect_layout, figure_height,
                              fit_layout_shape, get_layout, read_joint_file, to_smpl_frame)
+from ..motion.resample import quat_slerp
 from ..motion.retarget import parse_unit
 from ..motion.temporal import smooth_poses
 from .effectors import Effector, EffectorKind
@@ -168,9 +169,9 @@ def layout_effectors(layout, smpl_joints, file_joints, guessed=()):
 def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, progress, guessed=None):
     """Solve `frames` (indices, in time order) by SMPL-IK into local (T, 24, 3, 3) and trans
     (T, 3), whose other frames are solved already. Each starts from the frame before where that
-    one is solved. A frame with no joint to place the body (no position effector) keeps the pose
-    of the frame before; those before the first placed frame take its pose. Returns the frames
-    that kept a pose."""
+    one is solved. A frame with no joint to place the body (no position effector) is blended
+    between the placed frames either side (_blend_lost); at the start or the end it keeps the
+    nearest placed frame's pose. Returns those frames."""
     solver = load_smplik()
     solved = np.ones(len(smpl_joints), bool)
     solved[frames] = False
@@ -190,7 +191,24 @@ def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, 
         progress((k + 1) / len(frames))
     first = int(np.argmax(solved))
     local[:first], trans[:first] = local[first], trans[first]
+    _blend_lost(local, trans, held)
     return held
+
+
+def _blend_lost(local, trans, held):
+    """Each run of held frames (sorted indices) with a placed frame on both sides: its
+    rotations slerped and root lerped from the frame before to the frame after, in place, so
+    the body moves through the loss instead of standing and then jumping."""
+    runs = np.split(np.asarray(held, int), np.flatnonzero(np.diff(held) != 1) + 1) if len(held) else []
+    for run in runs:
+        before, after = run[0] - 1, run[-1] + 1
+        if before < 0 or after >= len(local):
+            continue
+        weight = (run - before) / (after - before)
+        q0, q1 = matrix_to_quat_wxyz(local[before]), matrix_to_quat_wxyz(local[after])
+        between = quat_slerp(q0[None], q1[None], np.broadcast_to(weight[:, None], (len(run), len(q0))))
+        local[run] = quat_wxyz_to_matrix(between)
+        trans[run] = trans[before] + weight[:, None] * (trans[after] - trans[before])
 
 
 def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fraction: None):
@@ -263,7 +281,7 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
                                             f"{options.fill_gaps:g} s" if curve else ""))
     if held:
         notes.append(f"{_frames(len(held))} {_verb(len(held), 'give')} no joint to place the body (the first: "
-                     f"frame {held[0]}): each keeps the pose of the frame before it")
+                     f"frame {held[0]}): blended between the frames either side, or the nearest one's pose at an end")
     if options.smooth > 0:
         local, trans = smooth_poses(local, trans, options.smooth)
         notes.append(f"smoothed (Gaussian, sigma {options.smooth:g} frames)")

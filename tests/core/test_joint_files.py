@@ -315,29 +315,33 @@ def test_frames_with_missing_joints_are_solved_from_the_rest(open_body):
     """An SMPL-24 file with gaps: the whole frames by IK-GAT (exact), the frames with gaps by
     SMPL-IK from the joints they give (within the soft pins' 2 cm), a joint missing for 3
     frames pinned on a curve through the frames either side (near its truth), as is a frame
-    lost between two whole ones; frames lost at the end, with nothing after them, keep the pose
-    before them. The notes say which."""
-    betas, local, trans = motion(open_body, seed=11, frames=20)
+    lost between two whole ones. Frames lost for longer than a curve may span move from the
+    pose before to the pose after (nearer the truth than holding the pose before); frames lost
+    at the end, with nothing after them, keep the pose before them. The notes say which."""
+    betas, local, trans = motion(open_body, seed=11, frames=40)
     truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
     gaps = truth.copy()
     hand = [JOINT_INDEX["left_wrist"], JOINT_INDEX["left_hand"]]
     gaps[4:7, hand] = np.nan
     gaps[9, JOINT_INDEX["right_ankle"]] = np.nan
     gaps[12] = np.nan
-    gaps[17:] = np.nan
+    gaps[17:31] = np.nan            # 14 frames: longer than the 12 a curve spans at 30 fps
+    gaps[37:] = np.nan
     result = joints_to_smpl(JointFile("gaps.npy", gaps, fps=30.0), open_body)
     assert result.method == "ikgat+smplik"
-    assert "8 of 20 frames miss joints" in result.describe()
-    assert "3 frames give no joint to place the body (the first: frame 17)" in result.describe()
+    assert "22 of 40 frames miss joints" in result.describe()
+    assert "17 frames give no joint to place the body (the first: frame 17)" in result.describe()
     back = reposed(open_body, result)
     error = 1e3 * np.linalg.norm(back - truth, axis=-1)
-    whole = [t for t in range(17) if t not in (4, 5, 6, 9, 12)]
+    whole = [t for t in list(range(17)) + list(range(31, 37)) if t not in (4, 5, 6, 9, 12)]
     assert error[whole].max() < 1.0
     given = ~np.isnan(gaps).any(-1)
     assert error[[4, 5, 6, 9]][given[[4, 5, 6, 9]]].max() < 25.0
     assert error[4:7][:, hand].max() < 30.0 and error[12].max() < 30.0
-    for t in (17, 18, 19):
-        assert np.array_equal(result.poses[t], result.poses[16]) and np.array_equal(result.trans[t], result.trans[16])
+    held = 1e3 * np.linalg.norm(back[16] - truth[17:31], axis=-1)
+    assert error[17:31].mean() < 0.5 * held.mean()
+    for t in (37, 38, 39):
+        assert np.array_equal(result.poses[t], result.poses[36]) and np.array_equal(result.trans[t], result.trans[36])
     assert result.error_mm < 5.0    # over the joints the file gives
 
 
