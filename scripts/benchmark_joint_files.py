@@ -10,10 +10,12 @@ cmu_varied). Each clip is retargeted onto the open body and taken at 30 fps (its
 --lengths frames (default 3, 6, 12 and 24: 0.1-0.8 s), one gap per two gap lengths of the clip:
 - `joint`: one joint at a time, any of the 24;
 - `limb_end`: a wrist with its hand, or an ankle with its foot (the ends a detector or a
-  marker set loses most often).
+  marker set loses most often);
+- `frame`: every joint (the person lost altogether).
 Each file is converted by models.ik.from_joints as shipped (`shipped`: gaps of up to
 GAP_FILL_SECONDS pinned on a curve, SMPL-IK solving the frames) and with fill_gaps 0
-(`smplik_alone`); `linear` fills the missing positions by straight lines between the frames
+(`smplik_alone`; frames lost whole are then blended from the pose before to the pose after);
+`linear` fills the missing positions by straight lines between the frames
 either side, with no body (what a curve editor's linear fill gives). Figures: mean distance
 (mm) from the truth of the missing joints (`*_mm`) and of those the file gives (`given_mm`,
 shipped), and the conversion's frames per second; and, for the files without gaps, the error
@@ -48,6 +50,8 @@ from models.training.loop import VALIDATION_LOCOMOTION, VALIDATION_VARIED  # noq
 MOCAP = ROOT.parent / "shared" / "data" / "mocap"
 FPS = 30.0
 LENGTHS = (3, 6, 12, 24)
+KINDS = ("joint", "limb_end", "frame")
+SEEDS = {"joint": 1, "limb_end": 0, "frame": 2}   # each kind's gaps, seeded with the clip and the length
 LIMB_ENDS = [[JOINT_INDEX[a], JOINT_INDEX[b]] for a, b in (("left_wrist", "left_hand"), ("right_wrist", "right_hand"),
                                                           ("left_ankle", "left_foot"), ("right_ankle", "right_foot"))]
 
@@ -71,7 +75,8 @@ def cut_gaps(truth, kind, length, rng):
     gaps = truth.copy()
     missing = np.zeros(truth.shape[:2], bool)
     for _ in range(max(1, len(truth) // (2 * length))):
-        joints = [int(rng.integers(24))] if kind == "joint" else LIMB_ENDS[int(rng.integers(len(LIMB_ENDS)))]
+        joints = ([int(rng.integers(24))] if kind == "joint" else list(range(24)) if kind == "frame"
+                  else LIMB_ENDS[int(rng.integers(len(LIMB_ENDS)))])
         start = int(rng.integers(1, len(truth) - length - 1))   # a frame on either side shows the joints
         missing[start:start + length, joints] = True
     gaps[missing] = np.nan
@@ -140,13 +145,13 @@ def main(argv=None):
                            "frames_per_s": round(float(np.median(rates)), 1)}
 
     figures = {}
-    for kind in ("joint", "limb_end"):
+    for kind in KINDS:
         for length in lengths:
             for group, clips in truths.items():
                 sums = {"shipped": [], "smplik_alone": [], "linear": [], "given": []}
                 rates = []
                 for c, truth in enumerate(clips):
-                    rng = np.random.default_rng([c, length, kind == "joint"])
+                    rng = np.random.default_rng([c, length, SEEDS[kind]])
                     gaps, missing = cut_gaps(truth, kind, length, rng)
                     shipped, rate = convert(gaps, body, GAP_FILL_SECONDS)
                     alone, _ = convert(gaps, body, 0.0)

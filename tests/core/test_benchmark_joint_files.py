@@ -18,7 +18,7 @@ CLIP = ROOT.parent / "shared" / "data" / "mocap" / "cmu_train" / "cmu_walking_20
 
 def test_gaps_are_cut_where_the_mask_says_with_a_frame_either_side():
     truth = np.random.default_rng(0).normal(size=(40, 24, 3))
-    for kind in ("joint", "limb_end"):
+    for kind in bench.KINDS:
         gaps, missing = bench.cut_gaps(truth, kind, 5, np.random.default_rng(1))
         assert (np.isnan(gaps).all(-1) == missing).all() and missing.any()
         assert not missing[0].any() and not missing[-1].any()
@@ -26,6 +26,8 @@ def test_gaps_are_cut_where_the_mask_says_with_a_frame_either_side():
         if kind == "limb_end":
             ends = {j for pair in bench.LIMB_ENDS for j in pair}
             assert set(np.flatnonzero(missing.any(0))) <= ends
+        if kind == "frame":
+            assert (missing.all(1) == missing.any(1)).all()       # whole frames
 
 
 def test_the_straight_line_fill_is_exact_for_a_joint_moving_steadily():
@@ -47,7 +49,7 @@ def test_the_benchmark_writes_every_case_and_the_curve_beats_the_guess_on_a_shor
     data = json.loads(out.read_text())
     assert data["clips"] == {"given": ["cmu_walking_20.bvh"]} and data["gap_lengths_frames"] == [6]
     assert data["complete"]["given"]["error_mm"] < 0.1          # IK-GAT: a whole file comes back
-    for kind in ("joint", "limb_end"):
+    for kind in ("joint", "limb_end", "frame"):
         entry = data["gaps"][kind]["6"]["given"]
         assert set(entry) == {"shipped_mm", "smplik_alone_mm", "linear_mm", "given_mm", "frames_per_s"}
         assert entry["given_mm"] < 5.0
