@@ -21,8 +21,8 @@ mocap_framerate, up_axis "Y", ...) with source, layout, method, height_m and joi
 (the mean distance in mm between the file's joints and the solved body's) beside them; or,
 with --format bvh, DIR/X.bvh on SMPL's skeleton (centimetres). A figure whose height is
 implausible (outside 0.8-2.6 m: a wrong unit), a joint count no layout has, infinite values
-or none but NaN, an empty or unreadable file fail with a message naming the file; nothing is half-written and
-the other files still run. Existing outputs are kept unless --overwrite (reported as
+or none but NaN, an empty or unreadable file fail with a message naming the file; nothing is
+half-written and the other files still run. Existing outputs are kept unless --overwrite (reported as
 skipped). The exit status is 1 if any file failed. File formats: docs/motion_io.md.
 """
 import argparse

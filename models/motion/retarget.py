@@ -415,11 +415,11 @@ def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None, le
     """Fit betas to the source's limb lengths and body widths, at their absolute size.
 
     joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
-    unmapped, or missing from a pose). measurements: {name: chain of points} as MEASUREMENTS (the default) has them;
-    a source whose joints are SMPL's own (a joint file of SMPL's 24) can give every bone. Each
-    chain's source length is the sum over its segments of their median length over the poses
-    that show both its ends, so the fit sees lengths, not the pose the file was
-    drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
+    unmapped, or missing from a pose). measurements: {name: chain of points} as MEASUREMENTS
+    (the default) has them; a source whose joints are SMPL's own (a joint file of SMPL's 24)
+    can give every bone. Each chain's source length is the sum over its segments of their
+    median length over the poses that show both its ends, so the fit sees lengths, not the
+    pose the file was drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
     steps of bounded least squares (betas within +-BETA_BOUND), with a small prior keeping
     betas near 0 (units: m^2 per beta^2). SmplIkError when fewer than `least` chains are
     measured.
