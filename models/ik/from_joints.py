@@ -19,7 +19,7 @@ from ..body.measure import measure
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics
 from ..core.rotations import matrix_to_axis_angle, matrix_to_quat_wxyz, quat_wxyz_to_matrix
-from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from ..motion.amass import MotionFile
 from ..motion.joints import (APPROXIMATE_WEIGHT, LayoutChoice, check_height, detect_layout, figure_height,
                              fit_layout_shape, get_layout, read_joint_file, to_smpl_frame)
@@ -69,6 +69,16 @@ def fill_gaps(joints, longest):
             joints[a + 1:b, j] = h00 * pa + h10 * span * va + h01 * pb + h11 * span * vb
             filled[a + 1:b, j] = True
     return joints, filled
+
+
+def held_by_neighbours(given):
+    """(T, 24) bool: the joints whose parent and every child are given in that frame (a
+    leaf: whose parent is), from `given` (T, 24). Bone lengths fix such a joint all but its
+    swivel, and SMPL-IK places it better than a curve through other frames would."""
+    out = np.zeros_like(given)
+    for j in range(1, NUM_JOINTS):
+        out[:, j] = given[:, PARENTS[j]] & given[:, list(CHILDREN[j])].all(-1)
+    return out
 
 
 def _frames(count):
@@ -169,9 +179,11 @@ def layout_effectors(layout, smpl_joints, file_joints, guessed=()):
 def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, progress, guessed=None):
     """Solve `frames` (indices, in time order) by SMPL-IK into local (T, 24, 3, 3) and trans
     (T, 3), whose other frames are solved already. Each starts from the frame before where that
-    one is solved. A frame with no joint to place the body (no position effector) is blended
-    between the placed frames either side (_blend_lost); at the start or the end it keeps the
-    nearest placed frame's pose. Returns those frames."""
+    one is solved, turned 1/(n + 1) of the way to the next solved frame n frames on, if any
+    (IK-GAT's whole frames), so a limb no pin holds turns through a gap instead of freezing. A
+    frame with no joint to place the body (no position effector) is blended between the placed
+    frames either side (_blend_lost); at the start or the end it keeps the nearest placed
+    frame's pose. Returns those frames."""
     solver = load_smplik()
     solved = np.ones(len(smpl_joints), bool)
     solved[frames] = False
@@ -185,6 +197,11 @@ def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, 
             if previous is not None:
                 local[t], trans[t], solved[t] = previous[0], previous[1], True
         else:
+            ahead = np.flatnonzero(solved[t + 1:])
+            if previous is not None and len(ahead):   # start on the way to the next solved frame
+                after = local[t + 1 + ahead[0]]
+                turned = quat_slerp(matrix_to_quat_wxyz(previous[0]), matrix_to_quat_wxyz(after), 1.0 / (ahead[0] + 2))
+                previous = (quat_wxyz_to_matrix(turned), previous[1])
             options = SolveOptions(refine=REFINE, current_pose=previous, warm_start=previous is not None)
             solution = solver.solve(effectors, rest, options)
             local[t], trans[t], solved[t] = solution.local_rot, solution.trans, True
@@ -267,6 +284,8 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
     if len(rest_frames):
         done = len(whole) / frames
         pins, guessed = fill_gaps(smpl_joints, int(round(options.fill_gaps * fps)))
+        guessed &= ~held_by_neighbours(np.isfinite(smpl_joints).all(-1))
+        pins = np.where(guessed[..., None] | np.isfinite(smpl_joints), pins, np.nan)
         held = _solve_smplik(layout, pins, joints, rest, local, trans, rest_frames,
                              lambda f: progress(done + (1 - done) * f), guessed)
     method = "smplik" if not len(whole) else "ikgat+smplik" if len(rest_frames) else "ikgat"

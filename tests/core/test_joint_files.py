@@ -16,7 +16,7 @@ from models.core.errors import SmplIkError
 from models.core.files import find_files
 from models.core.rotations import axis_angle_to_matrix, matrix_to_quat_wxyz
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES
-from models.ik.from_joints import JointOptions, convert_joint_file, fill_gaps, joints_to_smpl
+from models.ik.from_joints import JointOptions, convert_joint_file, fill_gaps, held_by_neighbours, joints_to_smpl
 from models.motion.amass import read_motion_npz
 from models.motion.bvh import find_bvh_files, read_bvh
 from models.motion.joints import LAYOUTS, UP_AXES, JointFile, detect_layout, fit_layout_shape, read_joint_file
@@ -343,6 +343,41 @@ def test_frames_with_missing_joints_are_solved_from_the_rest(open_body):
     for t in (37, 38, 39):
         assert np.array_equal(result.poses[t], result.poses[36]) and np.array_equal(result.trans[t], result.trans[36])
     assert result.error_mm < 5.0    # over the joints the file gives
+
+
+def test_a_joint_its_neighbours_hold_is_left_to_smplik_and_a_lost_limb_end_turns_through_its_gap(open_body):
+    """A wrist missing between a given elbow and hand takes no curve (the same poses as with
+    fill_gaps 0); a wrist lost with its hand does. A hand and wrist lost for longer than a curve
+    spans turn from the pose before towards the next whole frame: nearer their truth than the
+    forearm frozen at its last pose, as a start from the frame before alone would leave it."""
+    held = held_by_neighbours(np.ones((1, 24), bool))
+    assert held[0, 1:].all() and not held[0, 0]
+    given = np.ones((2, 24), bool)
+    wrist, hand, elbow = JOINT_INDEX["left_wrist"], JOINT_INDEX["left_hand"], JOINT_INDEX["left_elbow"]
+    given[0, wrist] = False
+    given[1, [wrist, hand]] = False
+    held = held_by_neighbours(given)
+    assert held[0, wrist] and not held[1, wrist] and not held[1, hand]
+
+    betas, local, trans = motion(open_body, seed=13, frames=40)
+    truth = open_body.forward(betas, rel_rotmats=local, trans=trans).posed_joints
+    gaps = truth.copy()
+    gaps[5:9, wrist] = np.nan
+    alone = joints_to_smpl(JointFile("w.npy", gaps, fps=30.0), open_body, JointOptions(fill_gaps=0.0))
+    shipped = joints_to_smpl(JointFile("w.npy", gaps, fps=30.0), open_body)
+    assert np.array_equal(shipped.poses, alone.poses) and "curve" not in shipped.describe()
+
+    poses = np.zeros((40, 24, 3))                       # the left elbow bending steadily, nothing else
+    poses[:, elbow, 1] = np.linspace(0.0, -1.5, 40)
+    truth = open_body.forward(np.zeros(10), pose_rotvecs=poses).posed_joints
+    gaps = truth.copy()
+    gaps[10:30, [wrist, hand]] = np.nan                 # 20 frames: more than the 12 a curve spans
+    back = reposed(open_body, joints_to_smpl(JointFile("limb.npy", gaps, fps=30.0), open_body))
+    frozen = truth.copy()                               # the forearm left as it was on frame 9
+    frozen[10:30, [wrist, hand]] = truth[9, [wrist, hand]]
+    lost = [wrist, hand]
+    error = np.linalg.norm(back[10:30, lost] - truth[10:30, lost], axis=-1).mean()
+    assert error < 0.5 * np.linalg.norm(frozen[10:30, lost] - truth[10:30, lost], axis=-1).mean()
 
 
 def test_a_layout_with_fewer_joints_skips_the_missing_ones(open_body):
