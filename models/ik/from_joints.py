@@ -199,9 +199,7 @@ def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, 
         else:
             ahead = np.flatnonzero(solved[t + 1:])
             if previous is not None and len(ahead):   # start on the way to the next solved frame
-                after = local[t + 1 + ahead[0]]
-                turned = quat_slerp(matrix_to_quat_wxyz(previous[0]), matrix_to_quat_wxyz(after), 1.0 / (ahead[0] + 2))
-                previous = (quat_wxyz_to_matrix(turned), previous[1])
+                previous = (_slerp_rotations(previous[0], local[t + 1 + ahead[0]], 1.0 / (ahead[0] + 2)), previous[1])
             options = SolveOptions(refine=REFINE, current_pose=previous, warm_start=previous is not None)
             solution = solver.solve(effectors, rest, options)
             local[t], trans[t], solved[t] = solution.local_rot, solution.trans, True
@@ -210,6 +208,12 @@ def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, 
     local[:first], trans[:first] = local[first], trans[first]
     _blend_lost(local, trans, held)
     return held
+
+
+def _slerp_rotations(a, b, weight):
+    """Rotation matrices (..., 3, 3) from a to b by `weight` (broadcasting against a's leading
+    axes), along the shorter arc (resample.quat_slerp)."""
+    return quat_wxyz_to_matrix(quat_slerp(matrix_to_quat_wxyz(a), matrix_to_quat_wxyz(b), weight))
 
 
 def _blend_lost(local, trans, held):
@@ -222,9 +226,7 @@ def _blend_lost(local, trans, held):
         if before < 0 or after >= len(local):
             continue
         weight = (run - before) / (after - before)
-        q0, q1 = matrix_to_quat_wxyz(local[before]), matrix_to_quat_wxyz(local[after])
-        between = quat_slerp(q0[None], q1[None], np.broadcast_to(weight[:, None], (len(run), len(q0))))
-        local[run] = quat_wxyz_to_matrix(between)
+        local[run] = _slerp_rotations(local[before], local[after], weight[:, None])
         trans[run] = trans[before] + weight[:, None] * (trans[after] - trans[before])
 
 
