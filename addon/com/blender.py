@@ -111,30 +111,41 @@ def assign_new_action(obj, name):
     return action, kept
 
 
-def action_curves(action, obj, create=False):
-    """The F-curves `obj`'s slot of `action` holds (its layer, strip and channel bag created
-    when `create`), or None when there are none; before Blender 4.4, the action's own."""
+def action_curves(action, obj):
+    """The F-curves `obj`'s slot of `action` holds, or None when there are none; before
+    Blender 4.4, the action's own."""
     if not hasattr(action, "layers"):
         return action.fcurves
     slot = obj.animation_data.action_slot if obj.animation_data is not None else None
     if slot is None:
         return None
-    if create:
-        layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
-        strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
-        return strip.channelbag(slot, ensure=True).fcurves
     from bpy_extras import anim_utils
 
     bag = anim_utils.action_get_channelbag_for_slot(action, slot)
     return bag.fcurves if bag is not None else None
 
 
-def new_curve(curves, path, index, group):
-    """A new F-curve in `curves` (action_curves) for `path`[`index`] in the group `group`."""
-    try:
-        return curves.new(path, index=index, group_name=group)
-    except TypeError:   # Blender before 4.4: action.fcurves.new(..., action_group=)
-        return curves.new(path, index=index, action_group=group)
+def curve_maker(action, obj):
+    """A function (data path, index, group name) -> a new F-curve of `obj`'s slot of `action`
+    in that group (the slot's layer, strip and channel bag are made when missing). Blender 4.4
+    and 4.5 make a channel bag's F-curve without a group and take the group after; 5.0 can do
+    both in one call, and before 4.4 the action's own F-curves take `action_group`."""
+    if not hasattr(action, "layers"):
+        return lambda path, index, group: action.fcurves.new(path, index=index, action_group=group)
+    slot = obj.animation_data.action_slot
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    bag = strip.channelbag(slot, ensure=True)
+    groups = {g.name: g for g in bag.groups}
+
+    def new(path, index, group):
+        curve = bag.fcurves.new(path, index=index)
+        if group not in groups:
+            groups[group] = bag.groups.new(group)
+        curve.group = groups[group]
+        return curve
+
+    return new
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ import numpy as np
 
 from ...models.core.skeleton import JOINT_NAMES, NUM_JOINTS
 from ..com import bridge
-from ..com.blender import action_curves, new_curve
+from ..com.blender import action_curves, curve_maker
 
 ROOT_PATH = f'pose.bones["{JOINT_NAMES[0]}"].location'
 
@@ -22,7 +22,7 @@ def write_keys(action, arm, frames, quats, location, progress=lambda fraction: N
     """Key the armature's slot of `action`: every SMPL bone's quaternion (K, 24, 4) (w first)
     and the root's location (K, 3) at `frames` (K,), one F-curve per channel written in one
     call each (linear interpolation: the keys are the motion, nothing eases between them)."""
-    curves = action_curves(action, arm, create=True)
+    new_curve = curve_maker(action, arm)
     co = np.empty((len(frames), 2), np.float32)
     co[:, 0] = frames
     linear = np.full(len(frames), bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value,
@@ -32,7 +32,7 @@ def write_keys(action, arm, frames, quats, location, progress=lambda fraction: N
             pb.rotation_mode = "QUATERNION"
 
     def key(path, index, group, values):
-        fc = new_curve(curves, path, index, group)
+        fc = new_curve(path, index, group)
         points = fc.keyframe_points
         points.add(len(frames))
         co[:, 1] = values

@@ -17,7 +17,7 @@ from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.motion.batch import RetargetJob, run_job
 from models.motion.retarget import write_smpl_bvh
-from scene import data_counts, refused_unchanged
+from scene import data_counts, object_fcurves, refused_unchanged
 
 import blender_session
 
@@ -236,20 +236,15 @@ def test_frame_options_set_where_the_keys_go(tmp_path):
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 250
     arm = imported(tmp_path / "take.npz", keep_source_rate=True, frame_start=101, set_frame_range=False)
-    fcurves = [fc for fc in _curves(arm)]
+    fcurves = object_fcurves(arm)
     assert len(fcurves) == 24 * 4 + 3
     assert all(len(fc.keyframe_points) == 10 for fc in fcurves)
     assert {fc.keyframe_points[0].co[0] for fc in fcurves} == {101.0}
     assert (scene.frame_start, scene.frame_end) == (1, 250)
-
-
-def _curves(arm):
-    action = arm.animation_data.action
-    if hasattr(action, "layers"):
-        from bpy_extras import anim_utils
-
-        return anim_utils.action_get_channelbag_for_slot(action, arm.animation_data.action_slot).fcurves
-    return action.fcurves
+    # each bone's channels in a group of its name, as the Dope Sheet shows them
+    assert all(fc.group is not None and fc.data_path == f'pose.bones["{fc.group.name}"].' + fc.data_path.split(".")[-1]
+               for fc in fcurves)
+    assert len({fc.group.name for fc in fcurves}) == 24
 
 
 def test_a_user_smpl_file_of_the_gender_is_used_and_takes_the_betas(ext, tmp_path):

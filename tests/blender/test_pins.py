@@ -15,7 +15,7 @@ from models.core.kinematics import forward_kinematics
 from models.core.skeleton import PARENTS
 
 import blender_session
-from scene import joint_world, quats, update
+from scene import joint_world, object_fcurves, quats, update
 
 FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 DISTANCE = re.compile(r"left_wrist is (\d+\.\d) cm from its target")
@@ -240,10 +240,7 @@ def test_unreachable_targets_warn_from_bake_with_frames_and_distance(posed, capf
     for frame, out in ((1, 0.0), (5, 0.0), (6, 0.8), (10, 1.2)):
         wrist.location = start + Vector(forward * out)
         wrist.keyframe_insert("location", frame=frame)
-    from bpy_extras import anim_utils
-
-    ad = wrist.animation_data
-    for curve in anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot).fcurves:
+    for curve in object_fcurves(wrist):
         for key in curve.keyframe_points:
             key.interpolation = "LINEAR"
     bpy.context.view_layer.objects.active = arm

@@ -11,7 +11,7 @@ from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.ik.smplik import SolveOptions, load_smplik
 
 import blender_session
-from scene import effectors, joint_world, largest_turn_deg, quats, update
+from scene import effectors, joint_world, largest_turn_deg, object_fcurves, quats, update
 
 
 MET = 1e-3   # metres: what the solver promises for a reachable pin (it reports a miss beyond 1 mm)
@@ -233,12 +233,10 @@ def test_disabling_and_enabling_again_leaves_one_live_handler():
 
 
 def channelbag_fcurves(obj):
-    from bpy_extras import anim_utils
-
+    """{(data path, index): F-curve} of the curves animating `obj` (its action slot's)."""
     ad = obj.animation_data
-    assert ad is not None and ad.action is not None and ad.action_slot is not None
-    bag = anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot)
-    return {(f.data_path, f.array_index): f for f in bag.fcurves}
+    assert ad is not None and ad.action is not None
+    return {(f.data_path, f.array_index): f for f in object_fcurves(obj)}
 
 
 def test_keyframe_pose_keys_every_bone_in_the_action_slot(posed):

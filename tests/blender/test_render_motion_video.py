@@ -15,7 +15,9 @@ FRAMES = 3
 # The body's colour is warm, the floor and background grey or cool: a pixel is the body's where
 # red exceeds blue by this much (the body's darkest shading keeps 25 or more, the greys 0 or less)
 WARM = 15
-NEAR_PX = 2          # a joint may land this close to the silhouette (anti-aliased, MPEG-4 edges)
+# A joint may land this close to the silhouette: anti-aliased, MPEG-4-coded edges, and a hand
+# seen edge-on is a few pixels wide at this size (its joint lands 2 px out on Blender 5.0, 3 on 4.4)
+NEAR_PX = 3
 # No point of the body lies further than this beyond its joints' box: the crown above the head
 # joint (about 0.2 m on the open body), the soles below the ankles and the fingertips past the hand
 # joints (0.1 m), the flesh outside the outermost joints (0.1 m)

@@ -10,7 +10,7 @@ import pytest
 
 import blender_session
 from conftest import ROOT
-from scene import undo_restores
+from scene import object_fcurves, undo_restores
 
 sys.path.insert(0, str(ROOT / "tests"))
 import video_clips  # noqa: E402
@@ -71,8 +71,7 @@ def test_every_frame_is_keyed_with_the_feet_held_and_seen_through_the_videos_cam
     assert arm.type == "ARMATURE" and arm.smpl_ik.is_body
     assert (scene.render.fps / scene.render.fps_base) == pytest.approx(video_clips.FPS)
     assert (scene.frame_start, scene.frame_end) == (1, FRAMES)
-    keyed = {int(k.co[0]) for fc in arm.animation_data.action.layers[0].strips[0].channelbags[0].fcurves
-             for k in fc.keyframe_points}
+    keyed = {int(k.co[0]) for fc in object_fcurves(arm) for k in fc.keyframe_points}
     assert keyed == set(range(1, FRAMES + 1))
     camera = scene.camera
     assert camera is not None and camera.name == "standing"
