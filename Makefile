@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-photo.txt 
 BLENDER_EXT := $(VENV)/lib/python3.11/site-packages/bpy/5.0/scripts/addons_core/bl_pkg/cli/blender_ext.py
 
 # tests/blender runs again on older Blender: 4.2, the oldest the manifest accepts (actions
-# without slots), and 4.4, the first with slotted actions (its channel bags make F-curves
-# without a group). Each gets a venv of its own inside .venv with the pins of
+# without slots), 4.4, the first with slotted actions (its channel bags make F-curves without
+# a group), and 4.5, the current LTS. Each gets a venv of its own inside .venv with the pins of
 # requirements-older-blender.txt.
-OLDER_BLENDERS := 4.2.0 4.4.0
+OLDER_BLENDERS := 4.2.0 4.4.0 4.5.15
 OLDER_SUM := $(shell cat requirements-older-blender.txt requirements-photo.txt | cksum | cut -d' ' -f1)
 OLDER_STAMPS := $(foreach v,$(OLDER_BLENDERS),$(VENV)/bpy-$(v)/.installed-$(OLDER_SUM))
 

@@ -49,3 +49,20 @@ def posed():
     assert bpy.ops.smpl_ik.add_default_effectors() == {"FINISHED"}
     update()
     return arm, effectors(arm)
+
+
+_status = []
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _status.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Leave without the bpy module's own teardown, with pytest's exit status: after every test
+    has passed, bpy 4.2 can crash (SIGSEGV) and bpy 4.5 hang at interpreter exit once Rigify
+    has been enabled. Blender the application never runs that teardown."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_status[-1] if _status else 0)

@@ -1,6 +1,6 @@
 """Every panel, menu entry and operator layout the add-on draws uses only what this Blender's
 UILayout has (functions, keywords, icons, operators and properties): `make test` runs this on
-Blender 5.0, 4.2 and 4.4, so a call that one of them lacks fails here, not in an artist's sidebar."""
+Blender 5.0, 4.2, 4.4 and 4.5, so a call that one of them lacks fails here, not in an artist's sidebar."""
 import bpy
 from mathutils import Vector
 
