@@ -134,23 +134,14 @@ def test_set_measurements_needs_a_body():
 
 
 def test_body_panel_offers_height_and_weight_and_shows_them():
-    from test_posing import RecordingLayout
-
-    class Recorder(RecordingLayout):
-        def label(self, text="", **_kw):
-            self.log.append(f"label: {text}")
-
-        def __getattr__(self, _name):
-            return lambda *a, **k: Recorder(self.log)
+    from scene import draw_into
 
     arm = add_body(body="OPEN_MALE")
     assert bpy.ops.smpl_ik.set_measurements(height=1.92, weight=95.0) == {"FINISHED"}
-    holder = type("Holder", (), {"layout": Recorder()})()
-    bpy.types.SMPL_IK_PT_body.draw(holder, bpy.context)
-    log = holder.layout.log
+    log = draw_into(bpy.types.SMPL_IK_PT_body.draw).log
     assert {"smpl_ik.set_measurements", "SmplIkBodyProperties.target_height",
             "SmplIkBodyProperties.target_weight"} <= set(log)
-    assert "label: 1.920 m, 95.0 kg (male)" in log, log
+    assert ("label", "1.920 m, 95.0 kg (male)", False) in log, log
     assert arm.smpl_ik.gender == "male"
 
 

@@ -15,7 +15,7 @@ from models.core.kinematics import forward_kinematics
 from models.core.skeleton import PARENTS
 
 import blender_session
-from scene import joint_world, object_fcurves, quats, update
+from scene import draw_into, joint_world, object_fcurves, quats, update
 
 FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 DISTANCE = re.compile(r"left_wrist is (\d+\.\d) cm from its target")
@@ -348,30 +348,8 @@ def test_bad_settings_are_refused_with_a_message_and_the_pose_kept(posed, settin
     assert arm.smpl_ik.status == "" and off_by(arm, wrist) < 1e-3
 
 
-class RecordingLayout:
-    """Stands in for a panel's layout: records the properties drawn, and labels with their alert."""
-
-    def __init__(self, log=None):
-        self.log = [] if log is None else log
-        self.alert = False
-
-    def prop(self, data, name, **_kw):
-        self.log.append(f"{type(data).__name__}.{name}")
-
-    def label(self, text="", **_kw):
-        self.log.append(("label", text, self.alert))
-
-    def operator(self, *_a, **_kw):
-        return type("Props", (), {})()
-
-    def __getattr__(self, _name):   # row(), column(), box(), split(), ...
-        return lambda *a, **k: RecordingLayout(self.log)
-
-
 def drawn_pose_panel():
-    holder = type("Holder", (), {"layout": RecordingLayout()})()
-    bpy.types.SMPL_IK_PT_pose.draw(holder, bpy.context)
-    return holder.layout.log
+    return draw_into(bpy.types.SMPL_IK_PT_pose.draw).log
 
 
 def test_the_pose_panel_shows_priorities_body_options_and_the_status_in_red(posed):

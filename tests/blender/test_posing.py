@@ -11,7 +11,7 @@ from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.ik.smplik import SolveOptions, load_smplik
 
 import blender_session
-from scene import effectors, joint_world, largest_turn_deg, object_fcurves, quats, update
+from scene import draw_into, effectors, joint_world, largest_turn_deg, object_fcurves, quats, update
 
 
 MET = 1e-3   # metres: what the solver promises for a reachable pin (it reports a miss beyond 1 mm)
@@ -357,31 +357,9 @@ def test_undo_and_redo_of_a_drag_restore_the_poses_without_solving(posed):
     assert np.linalg.norm(joint_world(arm, "left_wrist") - np.array(wrist.matrix_world.translation)) < MET
 
 
-class RecordingLayout:
-    """Stands in for a panel's layout: records the operators and properties it is asked for."""
-
-    def __init__(self, log=None):
-        self.log = [] if log is None else log
-
-    def operator(self, idname, **_kw):
-        self.log.append(idname)
-        return type("Props", (), {})()
-
-    def operator_menu_enum(self, idname, *_a, **_kw):
-        self.log.append(idname)
-
-    def prop(self, data, name, **_kw):
-        self.log.append(f"{type(data).__name__}.{name}")
-
-    def __getattr__(self, _name):   # row(), column(), box(), label(), split(), ...
-        return lambda *a, **k: RecordingLayout(self.log)
-
-
 def drawn(panel_name):
-    panel = getattr(bpy.types, panel_name)
-    holder = type("Holder", (), {"layout": RecordingLayout()})()
-    panel.draw(holder, bpy.context)
-    return holder.layout.log
+    """What a sidebar panel asks its layout for, drawn now (scene.DrawnLayout's log)."""
+    return draw_into(getattr(bpy.types, panel_name).draw).log
 
 
 def test_panels_offer_the_workflow(posed):
