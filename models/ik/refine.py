@@ -30,7 +30,7 @@ import numpy as np
 from ..core.kinematics import FKResult, ancestor_matrix, forward_kinematics
 from ..core.rotations import (axis_angle_to_matrix, euler_to_matrix, matrix_to_axis_angle, matrix_to_euler,
                               nearest_rotation, skew, unit)
-from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENT_OR_SELF, PARENTS
 from .cost import FOOT_JOINTS, carrying_feet, convex_hull, default_parts, outside_polygon, pair_depths
 from .effectors import KIND_INDEX, Effector, EffectorKind, joint_of, kind_of
 
@@ -352,7 +352,7 @@ COLLISION_WEIGHT = 10.0      # a collision row's weight: a hand stops at the bod
 # times as many more (while the descent still gains): on 100 held-out varied protocol frames,
 # natural poses with an arm more than 1 cm inside where the pins do not put it went from 5% to 0;
 # on 400, started once the hard level is exact again, from 3.3% (started where the soft descent
-# stopped) to 1.3%
+# stopped) to 1.3%; they run too where a pin holds the arm in and the trunk or thigh moves off it
 COLLISION_EXTRA = 2
 # how deep an arm must still be for those extra steps: one the term has pushed out settles
 # just past COLLISION_ALLOWANCE (5-6 mm), and the figure above counts an arm 1 cm in
@@ -413,19 +413,15 @@ class _SoftTerms:
     bend the free joints out of shape; from a start nearer, balance holds all the way,
     however far the pins then pull.
     Self-collision: a row for every arm capsule inside a trunk or thigh capsule by more than
-    COLLISION_ALLOWANCE, its depth beyond that; none where a pinned joint at the arm capsule's
-    ends is itself that deep inside (the pins hold the arm there)."""
+    COLLISION_ALLOWANCE, its depth beyond that, moving both: where a pin holds the arm inside
+    (a wrist pinned in the chest), the trunk or thigh moves off it as far as its own pins let
+    it, and the arm swings about the pin."""
 
     def __init__(self, options, hard, rest):
         self.body = _term_body(options.body_parts, rest)
         self.balance, self.collision, self.floor = options.balance, options.self_collision, options.floor
         position = hard.joint[hard.kind == POSITION]
         self.pinned = tuple(bool(np.isin(position, pair).any()) for pair in FOOT_JOINTS)
-        # the pinned points at each capsule's joints (its own and its child's)
-        caps = self.body.parts.capsules
-        points = {int(j): hard.point[n] for n, j in enumerate(hard.joint) if hard.kind[n] == POSITION}
-        self.capsule_pins = [np.array([points[k] for k in (j, *CHILDREN[j]) if k in points]).reshape(-1, 3)
-                             for j in caps.joint]
         self.started = None   # whether balance applies from the start (BALANCE_REACH); None before it
 
     def rows(self, fk, pinned=True):
@@ -450,7 +446,7 @@ class _SoftTerms:
 
     def arm_inside(self, fk, depth=COLLISION_ALLOWANCE):
         """Whether self-collision is on and an arm capsule is more than `depth` (metres, at
-        least COLLISION_ALLOWANCE) in the body at a pose (fk) where its pins do not hold it."""
+        least COLLISION_ALLOWANCE) in the body at a pose (fk)."""
         rows = self._collision_rows(fk)[0] if self.collision else ()
         return bool(np.any(np.asarray(rows) > COLLISION_WEIGHT * (depth - COLLISION_ALLOWANCE)))
 
@@ -513,11 +509,6 @@ class _SoftTerms:
             return none
         depth, pa, pb = pair_depths(ends, caps.radius, caps.pairs[near])
         keep = depth > COLLISION_ALLOWANCE
-        for n in np.flatnonzero(keep):
-            a, b = caps.pairs[near[n]]
-            if len(self.capsule_pins[a]):   # the arm's pinned joint itself inside: nothing to mend
-                along = _segment_distance(self.capsule_pins[a], *ends[b])
-                keep[n] = not np.any(along < caps.radius[a] + caps.radius[b] - COLLISION_ALLOWANCE)
         if not keep.any():
             return none
         deep, depth, pa, pb = near[keep], depth[keep], pa[keep], pb[keep]
@@ -528,13 +519,6 @@ class _SoftTerms:
         rows = np.zeros((len(deep), 3 * NUM_JOINTS + 3))
         rows[:, :3 * NUM_JOINTS] = (trunk - arm).reshape(len(deep), -1)
         return COLLISION_WEIGHT * (depth - COLLISION_ALLOWANCE), COLLISION_WEIGHT * rows
-
-
-def _segment_distance(points, start, stop):
-    """Distances (N,) of points (N, 3) from the segment start-stop (3,)."""
-    axis = stop - start
-    t = np.clip((points - start) @ axis / max(float(axis @ axis), 1e-12), 0.0, 1.0)
-    return np.linalg.norm(points - start - t[:, None] * axis, axis=1)
 
 
 def apply_step(local_rot, trans, fk, step):
@@ -864,8 +848,7 @@ def refine_many(local_rot, trans, rest, effectors, options=RefineOptions()):
 
 def arm_in_body(local_rot, trans, rest, effectors, options=RefineOptions(), depth=COLLISION_ALLOWANCE):
     """Whether, with options.self_collision on, a pose (local_rot (24, 3, 3), trans (3,)) has an
-    arm capsule more than `depth` metres (at least COLLISION_ALLOWANCE) in the trunk or a thigh
-    where its hard pins do not hold it there."""
+    arm capsule more than `depth` metres (at least COLLISION_ALLOWANCE) in the trunk or a thigh."""
     if not options.self_collision:
         return False
     rest = np.asarray(rest, dtype=np.float64)

@@ -423,7 +423,7 @@ class SmplIk:
         """`count` alternative poses for the same effectors, in one batched pass of the
         networks, decoded from latents of the flow and, with options.refine, each made to meet
         the effectors (as `solve`; a sample whose refinement stalls short of a pin, or leaves an
-        arm in the body where no pin puts it, is refined again from nearer the natural pose,
+        arm in the body, is refined again from nearer the natural pose,
         and one that still misses a pin with the root turned, ROOT_TURNS, the turn that worked
         first. Once no start or turn meets the pins, they are out of reach: the later samples
         keep their first refinement, and every miss says why where the joint ranges are the
@@ -547,11 +547,10 @@ class SmplIk:
                 for k, r in enumerate(out)]
 
     def _arm_out(self, refined, condition, latent, rest, effectors, options):
-        """A refined sample, or where the collision term left an arm in the body (no pin puts it
-        there) the first refinement from nearer the natural pose (the latent times each of
-        COLLISION_RETRIES) with the arm out and every pin met, where the arm mostly is out
-        (held-out varied clips: alternatives with an arm 1 cm in where no pin puts it 0.024 ->
-        0.019). A sample that misses a pin, or whose retries do no better, stays as it is."""
+        """A refined sample, or where the collision term left an arm in the body the first
+        refinement from nearer the natural pose (the latent times each of COLLISION_RETRIES)
+        with the arm out and every pin met, where the arm mostly is out. A sample that misses a
+        pin, or whose retries do no better (its pins hold the arm in), stays as it is."""
         if not _pins_met(refined) or not arm_in_body(refined.local_rot, refined.trans, rest, effectors, options):
             return refined
         for shrink in COLLISION_RETRIES:

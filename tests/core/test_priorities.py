@@ -344,6 +344,7 @@ def test_a_joint_folded_past_its_range_goes_to_the_nearer_bound_around_the_circl
 STALLS = Path(__file__).parent / "data" / "refine_stalls.npz"
 BASINS = Path(__file__).parent / "data" / "refine_basins.npz"
 ARM_RESTARTS = Path(__file__).parent / "data" / "arm_restarts.npz"
+TRUNK_MOVES_OFF = Path(__file__).parent / "data" / "trunk_moves_off.npz"
 
 
 def stalled_cases(path=STALLS):
@@ -354,7 +355,9 @@ def stalled_cases(path=STALLS):
     frame 270: every start the network gives falls in one basin). ARM_RESTARTS holds natural
     solves of held-out varied protocol frames (the neutral body) whose descent left a forearm
     in the trunk where no pin holds it (before the extra steps started from the hard level made
-    exact), with the fewest of the frame's pins that keep it there."""
+    exact), with the fewest of the frame's pins that keep it there. TRUNK_MOVES_OFF holds natural
+    solves (held-out varied protocol frames on the neutral body, held-out CMU on the female)
+    whose arm stayed in the trunk or a thigh because its pinned wrist was inside there."""
     from models.ik.effectors import KINDS
 
     with np.load(path, allow_pickle=False) as d:
@@ -402,6 +405,24 @@ def test_an_arm_left_in_the_trunk_comes_out_in_the_extra_steps_with_every_pin_me
     monkeypatch.setattr(refine, "COLLISION_EXTRA", 0)
     stuck = refine_pose(*start, rest, effs)
     assert collision_depth(stuck.local_rot, stuck.trans, rest, parts, HAND_AND_FOREARM).max() > refine.COLLISION_DEEP
+
+
+@pytest.mark.parametrize("case", list(stalled_cases(TRUNK_MOVES_OFF)), ids=lambda c: c[4])
+def test_a_trunk_or_thigh_moves_off_an_arm_whose_pinned_wrist_is_inside_it(case):
+    """Where an arm's pinned joint lies inside the trunk or a thigh, the arm cannot leave, but
+    the trunk or the thigh can move off it and the arm can swing about the pin. These arms the
+    refinement used to leave 1.6-15 cm in ("held there by the pins": it dropped their collision
+    rows); each now ends outside with every pin met."""
+    import models.ik.refine as refine
+    from models.body.model import load_body_model, open_body_path
+    from models.ik.cost import HAND_AND_FOREARM, BodyParts, collision_depth
+
+    start, rest, effs, body, _ = case
+    reference = BodyParts.from_body(load_body_model(open_body_path(body)))
+    parts = reference.scaled_to(rest)
+    out = refine_pose(*start, rest, effs, RefineOptions(body_parts=reference))
+    assert collision_depth(out.local_rot, out.trans, rest, parts, HAND_AND_FOREARM).max() < refine.COLLISION_DEEP
+    assert out.misses == () and met(out, effs, rest)
 
 
 def test_the_descent_keeps_rotations_orthonormal():
