@@ -108,8 +108,8 @@ def test_an_exported_rig_fits_and_follows_as_its_source_does(name, kind):
 
 @needs_mocap
 def test_a_rig_exported_in_the_middle_of_its_motion_fits_and_follows():
-    """Blender's FBX round trip makes the pose a rig had when exported its rest pose: here a
-    frame 5 s into the punching clip."""
+    """Blender's FBX round trip makes the pose a rig had when exported its rest pose: here the
+    rest is a frame 5 s into the punching clip, as such an export of the clip would give."""
     with tempfile.TemporaryDirectory() as folder:
         rig = export_and_reimport(imported_rest_rig("character_creator", frame=300), "fbx", folder)
     fits_and_follows(rig, "character_creator")

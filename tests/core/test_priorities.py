@@ -357,7 +357,7 @@ def stalled_cases(path=STALLS):
     in the trunk where no pin holds it (before the extra steps started from the hard level made
     exact), with the fewest of the frame's pins that keep it there. TRUNK_MOVES_OFF holds natural
     solves (held-out varied protocol frames on the neutral body, held-out CMU on the female)
-    whose arm stayed in the trunk or a thigh because its pinned wrist was inside there."""
+    whose arm stayed in the trunk or a thigh because a pinned joint of it was inside there."""
     from models.ik.effectors import KINDS
 
     with np.load(path, allow_pickle=False) as d:
@@ -408,11 +408,11 @@ def test_an_arm_left_in_the_trunk_comes_out_in_the_extra_steps_with_every_pin_me
 
 
 @pytest.mark.parametrize("case", list(stalled_cases(TRUNK_MOVES_OFF)), ids=lambda c: c[4])
-def test_a_trunk_or_thigh_moves_off_an_arm_whose_pinned_wrist_is_inside_it(case):
-    """Where an arm's pinned joint lies inside the trunk or a thigh, the arm cannot leave, but
-    the trunk or the thigh can move off it and the arm can swing about the pin. These arms the
-    refinement used to leave 1.6-15 cm in ("held there by the pins": it dropped their collision
-    rows); each now ends outside with every pin met."""
+def test_a_trunk_or_thigh_moves_off_an_arm_pinned_inside_it(case):
+    """Where an arm's pinned joint (a wrist, an elbow) lies inside the trunk or a thigh, the arm
+    cannot leave, but the trunk or the thigh can move off it and the arm can swing about the
+    pin. These arms the refinement used to leave 1.6-15 cm in ("held there by the pins": it
+    dropped their collision rows); each now ends outside with every pin met."""
     import models.ik.refine as refine
     from models.body.model import load_body_model, open_body_path
     from models.ik.cost import HAND_AND_FOREARM, BodyParts, collision_depth
