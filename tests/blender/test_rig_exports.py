@@ -28,10 +28,14 @@ HANDS = {"m21": ("LeftHand", "RightHand"), "character_creator": ("CC_Base_L_Hand
 needs_mocap = pytest.mark.skipif(not all(p.is_file() for p in RIGS.values()),
                                  reason=f"{MOCAP} lacks the m21 or cmu_varied clips (the shared mocap data is absent)")
 
+ALONG_X = {"primary_bone_axis": "X", "secondary_bone_axis": "-Y"}   # every bone rest frame turned
+# an FBX's animation as the tests take it: the active action's every frame keyed, played from frame 1
+ANIMATED = {"bake_anim": True, "bake_anim_use_all_actions": False, "bake_anim_use_nla_strips": False,
+            "bake_anim_simplify_factor": 0.0}
 FORMATS = {   # format: (export options, import options)
     "fbx": ({}, {}),
     "fbx_bone_axes_guessed": ({}, {"automatic_bone_orientation": True}),
-    "fbx_y_bones_along_x": ({"primary_bone_axis": "X", "secondary_bone_axis": "-Y"}, {}),
+    "fbx_y_bones_along_x": (ALONG_X, {}),
     "fbx_centimetres": ({"global_scale": 0.01}, {}),   # the armature at object scale 0.01, as Mixamo's
     "gltf": ({}, {}),
 }
@@ -42,26 +46,39 @@ def _enable(module):
         bpy.ops.preferences.addon_enable(module=module)
 
 
-def export_and_reimport(rig, kind, folder):
-    """Export `rig` alone with Blender's exporter, empty the file, import it back: the armature."""
+def _select_only(rig):
     bpy.ops.object.select_all(action="DESELECT")
     rig.select_set(True)
     bpy.context.view_layer.objects.active = rig
-    if kind == "gltf":
-        _enable("io_scene_gltf2")
-        path = str(Path(folder) / "rig.glb")
-        bpy.ops.export_scene.gltf(filepath=path, use_selection=True, export_animations=False)
-    else:
-        _enable("io_scene_fbx")
-        path = str(Path(folder) / "rig.fbx")
-        bpy.ops.export_scene.fbx(filepath=path, use_selection=True, object_types={"ARMATURE"},
-                                 bake_anim=False, add_leaf_bones=True, **FORMATS[kind][0])
-    bpy.ops.wm.read_homefile(use_empty=True)
-    if kind == "gltf":
-        bpy.ops.import_scene.gltf(filepath=path)
-    else:
-        bpy.ops.import_scene.fbx(filepath=path, **FORMATS[kind][1])
+
+
+def _armature():
     return next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+
+
+def fbx_round_trip(rig, path, export_options, import_options):
+    """Export `rig` alone to the FBX file `path`, empty the file, import it back: the armature."""
+    _enable("io_scene_fbx")
+    _select_only(rig)
+    bpy.ops.export_scene.fbx(filepath=path, use_selection=True, object_types={"ARMATURE"}, **export_options)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.import_scene.fbx(filepath=path, **import_options)
+    return _armature()
+
+
+def export_and_reimport(rig, kind, folder):
+    """Export `rig` alone in the format `kind` (FORMATS) with Blender's exporter, without its
+    animation, empty the file and import it back: the armature."""
+    if kind != "gltf":
+        return fbx_round_trip(rig, str(Path(folder) / "rig.fbx"),
+                              dict(bake_anim=False, add_leaf_bones=True, **FORMATS[kind][0]), FORMATS[kind][1])
+    _enable("io_scene_gltf2")
+    _select_only(rig)
+    path = str(Path(folder) / "rig.glb")
+    bpy.ops.export_scene.gltf(filepath=path, use_selection=True, export_animations=False)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.import_scene.gltf(filepath=path)
+    return _armature()
 
 
 def imported_rest_rig(name, frame=1):
@@ -141,16 +158,8 @@ def test_a_transferred_motion_plays_the_same_after_exporting_the_rig_to_fbx():
         assert np.linalg.norm(driven[9]["CC_Base_L_Hand"] - driven[1]["CC_Base_L_Hand"]) > 0.1 * size
         bpy.context.view_layer.objects.active = rig
         assert bpy.ops.smpl_ik.transfer_to_rig(frame_start=1, frame_end=9, remove_drive=True) == {"FINISHED"}
-        bpy.ops.object.select_all(action="DESELECT")
-        rig.select_set(True)
-        path = str(Path(folder) / "posed.fbx")
-        bpy.ops.export_scene.fbx(filepath=path, use_selection=True, object_types={"ARMATURE"}, bake_anim=True,
-                                 bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
-                                 add_leaf_bones=False, bake_anim_simplify_factor=0.0,
-                                 primary_bone_axis="X", secondary_bone_axis="-Y")
-        bpy.ops.wm.read_homefile(use_empty=True)
-        bpy.ops.import_scene.fbx(filepath=path, anim_offset=0.0, primary_bone_axis="X", secondary_bone_axis="-Y")
-    played = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+        played = fbx_round_trip(rig, str(Path(folder) / "posed.fbx"), dict(ANIMATED, add_leaf_bones=False, **ALONG_X),
+                                dict(anim_offset=0.0, **ALONG_X))
     for frame, heads in driven.items():
         bpy.context.scene.frame_set(frame)
         for bone, h in heads.items():
@@ -161,16 +170,12 @@ def written_by_blender(name, frames, via_fbx):
     """The clip's first `frames` frames as Blender's BVH writer writes them (Z up, six channels
     on every joint), after an FBX round trip (leaf bones added, bones along X) if `via_fbx`."""
     bpy.ops.import_anim.bvh(filepath=str(RIGS[name]), use_fps_scale=False)
+    rig = bpy.context.active_object
     with tempfile.TemporaryDirectory() as folder:
         if via_fbx:
-            _enable("io_scene_fbx")
-            fbx = str(Path(folder) / "clip.fbx")
-            bpy.ops.export_scene.fbx(filepath=fbx, object_types={"ARMATURE"}, bake_anim=True, add_leaf_bones=True,
-                                     bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
-                                     bake_anim_simplify_factor=0.0, primary_bone_axis="X", secondary_bone_axis="-Y")
-            bpy.ops.wm.read_homefile(use_empty=True)
-            bpy.ops.import_scene.fbx(filepath=fbx, anim_offset=0.0, primary_bone_axis="X", secondary_bone_axis="-Y")
-        bpy.context.view_layer.objects.active = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+            rig = fbx_round_trip(rig, str(Path(folder) / "clip.fbx"), dict(ANIMATED, add_leaf_bones=True, **ALONG_X),
+                                 dict(anim_offset=0.0, **ALONG_X))
+        bpy.context.view_layer.objects.active = rig
         path = str(Path(folder) / "clip.bvh")
         assert bpy.ops.export_anim.bvh(filepath=path, frame_start=1, frame_end=frames) == {"FINISHED"}
         return read_bvh(path)
