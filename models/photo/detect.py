@@ -1,7 +1,7 @@
-"""People in a photo: MediaPipe's legacy Pose model (an optional package, imported only when a
-photo is read: `pip install --no-deps -r requirements-photo.txt`) finds them, one at a time.
+"""People in a photo: MediaPipe's BlazePose models (models/photo/blazepose.py, run by LiteRT, an
+optional package that the per-platform builds bundle) find them, one at a time.
 
-Frames. MediaPipe's `pose_world_landmarks` are metres with the origin between the hips, in
+Frames. The landmark model's world landmarks are metres with the origin between the hips, in
 the camera's axes: x to the image's right, y down the image, z away from the camera (a
 smaller z is closer to the camera). A person facing the camera has their left side on the
 image's right (+x) and their front toward the camera (-z). SMPL's frame is +X the person's
@@ -9,7 +9,7 @@ left, +Y up, +Z the person's front. So (X, Y, Z) = (x, -y, -z): a half turn abou
 rotation (no mirror), which puts the camera on SMPL's +Z axis looking along -Z. A person facing
 the camera comes out facing +Z, and the solved body's root rotation is the person's turn
 relative to the camera. Checked on real photos: for people walking toward the camera, the
-nose comes out in front of the ears (+Z) and the left shoulder on +X. MediaPipe does not level
+nose comes out in front of the ears (+Z) and the left shoulder on +X. The model does not level
 the camera: a camera tilted down makes people lean back by the same angle.
 """
 import functools
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SmplIkError
+from .blazepose import NUM_LANDMARKS, PoseLandmarker
+from .runtime import require_packages
 
-INSTALL_HINT = "pip install --no-deps -r requirements-photo.txt"
-NUM_LANDMARKS = 33
 # MediaPipe world landmarks -> SMPL frame (see the module docstring).
 MEDIAPIPE_TO_SMPL = np.diag([1.0, -1.0, -1.0])
 BBOX_MARGIN = 0.1       # each side, as a fraction of the box, when greying out a found person
@@ -67,44 +67,30 @@ class Detection:
         return max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
 
 
-def _missing(error, what):
-    name = getattr(error, "name", None) or "mediapipe"
-    return SmplIkError(f"{what} needs the Python package '{name}', which is not installed; "
-                       f"install the photo packages with `{INSTALL_HINT}`")
-
-
-def new_pose_solution(static_image_mode=True, smooth_landmarks=True, what="pose from a photo"):
-    """A new MediaPipe Pose object (complexity 1: the model that ships in the wheel). In video
-    mode (static_image_mode False) it tracks one person from frame to frame: call it with
-    one video's frames in order, and `close()` it after."""
-    try:
-        import mediapipe as mp
-        solutions = mp.solutions
-    except (ImportError, AttributeError) as e:
-        raise _missing(e, what) from e
-    return solutions.pose.Pose(static_image_mode=static_image_mode, model_complexity=1,
-                               smooth_landmarks=smooth_landmarks)
+def new_landmarker(tracking=False, what="pose from a photo"):
+    """A new PoseLandmarker. tracking: it follows one person from frame to frame (call it with
+    one video's frames in order); otherwise each image is searched afresh. SmplIkError when
+    the detector's packages or model files are missing or damaged."""
+    return PoseLandmarker(tracking=tracking, what=what)
 
 
 @functools.lru_cache(maxsize=1)
-def _pose_solution():
-    """The one MediaPipe Pose object for photos."""
-    return new_pose_solution()
+def _landmarker():
+    """The one PoseLandmarker for photos."""
+    return new_landmarker()
 
 
-def detection_of(result, width, height):
-    """The Detection in a MediaPipe Pose result for an image of `width` x `height` pixels, or
-    None when it holds nobody."""
-    if result.pose_landmarks is None or result.pose_world_landmarks is None:
+def detection_of(landmarks, width, height):
+    """The Detection of PoseLandmarks `landmarks` (or None) found in an image of `width` x
+    `height` pixels (or in a copy of it scaled to any size), or None."""
+    if landmarks is None:
         return None
-    norm = np.array([(p.x, p.y) for p in result.pose_landmarks.landmark], dtype=np.float64)
-    vis = np.array([p.visibility for p in result.pose_landmarks.landmark], dtype=np.float64)
-    world = np.array([(p.x, p.y, p.z) for p in result.pose_world_landmarks.landmark], dtype=np.float64)
-    xy = norm * (width, height)
-    return Detection(world=mediapipe_to_smpl(world), image_xy=xy, visibility=vis, bbox=_box_of(xy, width, height))
+    xy = landmarks.xy * (width, height)
+    return Detection(world=mediapipe_to_smpl(landmarks.world), image_xy=xy,
+                     visibility=np.array(landmarks.visibility, dtype=np.float64), bbox=_box_of(xy, width, height))
 
 
-_POSE_LOCK = threading.Lock()   # one graph: one image at a time
+_POSE_LOCK = threading.Lock()   # one landmarker: one image at a time
 
 
 def mediapipe_to_smpl(points):
@@ -152,10 +138,10 @@ def grey_out(image, bbox):
     return (*g0, *g1)
 
 
-def detect_people(rgb, max_people=3, passes=PASSES, tiles=True):
+def detect_people(rgb, max_people=3, passes=PASSES, tiles=True, landmarker=None):
     """People in a photo, largest bounding box first ([] when nobody is found).
 
-    rgb: (H, W, 3) uint8. MediaPipe's legacy Pose finds one person per pass; each found
+    rgb: (H, W, 3) uint8. The landmarker finds one person per pass; each found
     person's box (enlarged by BBOX_MARGIN a side) is painted grey and the photo searched again,
     up to max_people passes. A pass that lands mostly on an already greyed box ends the search.
     passes (1 to PASSES): how many looks each person's keypoints are the median of (see
@@ -165,19 +151,20 @@ def detect_people(rgb, max_people=3, passes=PASSES, tiles=True):
     or beside one already found, is often missed. A person found in a part counts only when
     both looks at their crop find them again and they are seen down to the knees (`whole`):
     a part of a photo shows MediaPipe people in clutter and pieces of people (a man cut off
-    at the waist, with another's arm for his), with landmarks anywhere. Returns a list of
+    at the waist, with another's arm for his), with landmarks anywhere. landmarker: what finds
+    one person's PoseLandmarks in an image (None: the shared PoseLandmarker). Returns a list of
     Detection.
     """
     rgb = _check_rgb(rgb)
     if max_people < 1:
         return []
-    pose = _pose_solution()
+    pose = landmarker or _landmarker()
     height, width = rgb.shape[:2]
     image = np.array(rgb, copy=True, order="C")
     found, greyed = [], []
     with _POSE_LOCK:
         for _ in range(int(max_people)):
-            found_now = detection_of(pose.process(image), width, height)
+            found_now = detection_of(pose(image), width, height)
             if found_now is None or any(_overlap(found_now.bbox, g) > 0.5 for g in greyed):
                 break
             found.append(_looked_again(pose, image, found_now, passes)[0])
@@ -227,13 +214,13 @@ def _box_of(xy, width, height):
 
 
 def look(pose, image, window=None, mirror=False):
-    """One MediaPipe pass over the part `window` (x0, y0, x1, y1 whole pixels; None: all) of
+    """One landmarker pass over the part `window` (x0, y0, x1, y1 whole pixels; None: all) of
     `image`, mirrored left to right when `mirror`: the Detection in the whole photo's pixels
     and the person's own left and right (mirrored back), or None when nobody is found."""
     height, width = image.shape[:2]
     c0, r0, c1, r1 = (0, 0, width, height) if window is None else window
     part = image[r0:r1, c0:c1]
-    d = detection_of(pose.process(np.ascontiguousarray(part[:, ::-1] if mirror else part)), c1 - c0, r1 - r0)
+    d = detection_of(pose(np.ascontiguousarray(part[:, ::-1] if mirror else part)), c1 - c0, r1 - r0)
     if d is None:
         return None
     xy, world, vis = d.image_xy, d.world, d.visibility
@@ -269,10 +256,9 @@ def _looked_again(pose, image, first, passes):
 
 def read_image(path):
     """(H, W, 3) uint8 RGB array of an image file, read with OpenCV."""
-    try:
-        import cv2
-    except ImportError as e:
-        raise _missing(e, "reading a photo") from e
+    require_packages("reading a photo")
+    import cv2
+
     bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if bgr is None:
         raise SmplIkError(f"{path}: not a readable image file")

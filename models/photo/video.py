@@ -1,6 +1,6 @@
-"""A body's motion from a video of a person: MediaPipe tracks the person from frame to frame,
-each frame's keypoints are filtered (One Euro) and the body fitted to them through the camera,
-warm-started from the frame before; the fitted poses are smoothed, the feet found where they
+"""A body's motion from a video of a person: the landmarker (models/photo/blazepose.py) tracks the
+person from frame to frame, each frame's keypoints are filtered (One Euro) and the body fitted
+to them through the camera, warm-started from the frame before; the fitted poses are smoothed, the feet found where they
 rest on the floor and held there (no skating). Plain numpy and OpenCV; the Blender operator
 (addon/photo/video.py) and scripts/video_to_smpl.py call `pose_from_video` or `video_steps`.
 
@@ -20,14 +20,15 @@ from ..core.kinematics import forward_kinematics
 from ..core.rotations import shortest_arc, unit
 from ..core.skeleton import JOINT_INDEX, PARENTS
 from .camera import camera_from_focal, camera_from_fov, check_image_size, default_camera
-from .detect import Detection, _missing, box_iou, detect_people, detection_of, grey_out, new_pose_solution
+from .detect import Detection, box_iou, detect_people, detection_of, grey_out, new_landmarker
 from .fit import fit_to_image, standing_up
 from .image_size import image_size_from_header
+from .runtime import require_packages
 
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".wmv", ".flv")
 DEFAULT_FPS = 30.0         # a video whose file states no frame rate
 DETECT_LONG_SIDE = 640     # frames are scaled down to this many pixels along their longer side for
-                           # MediaPipe (it looks at 256 pixels of the person anyway); fits use full pixels
+                           # the landmarker (it looks at 256 pixels of the person anyway); fits use full pixels
 WARM_ITERATIONS = 3        # descent steps of a frame's fit warm-started from the frame before
 SAME_PERSON = 0.3          # a new detection overlapping the last box by less is someone else
 # One Euro filter on the keypoints (image positions over the box diagonal, 3D landmarks in
@@ -178,10 +179,9 @@ class _Reader:
     0 or approximate); read(skip) the next frame as (H, W, 3) BGR after skipping `skip`."""
 
     def __init__(self, path):
-        try:
-            import cv2
-        except ImportError as e:
-            raise _missing(e, "pose from a video") from e
+        require_packages("pose from a video")
+        import cv2
+
         self.cv2 = cv2
         self.path = video_path(path)
         self.capture = cv2.VideoCapture(str(self.path))
@@ -269,7 +269,7 @@ def _ordinal(n):
 
 
 class _Tracker:
-    """The person followed through a video: MediaPipe in video mode on frames scaled down to
+    """The person followed through a video: the landmarker in tracking mode on frames scaled down to
     DETECT_LONG_SIDE. The person is chosen (largest first, `person` from 0) on the first frame
     with people; whenever tracking starts or is lost, that frame is searched for people in
     static mode and everyone but the person followed (the one overlapping their last box) is
@@ -279,16 +279,13 @@ class _Tracker:
         self.factor = min(1.0, DETECT_LONG_SIDE / max(width, height))
         self.size = (max(int(round(width * self.factor)), 1), max(int(round(height * self.factor)), 1))
         self.person, self.temporal = int(person), temporal
-        self.pose = new_pose_solution(static_image_mode=False, smooth_landmarks=False,
-                                      what="pose from a video") if temporal else None
+        self.pose = new_landmarker(tracking=True, what="pose from a video") if temporal else None
         self.last = None            # the last found Detection (full pixels)
         self.tracking = False
         self.filter = OneEuro() if temporal and smooth else None
 
     def close(self):
-        if self.pose is not None:
-            self.pose.close()
-            self.pose = None
+        self.pose = None
 
     def _people(self, rgb, name, frame):
         people = [_scaled(d, self.factor) for d in detect_people(rgb, max_people=max(3, self.person + 2), passes=1,
@@ -311,7 +308,7 @@ class _Tracker:
             people = self._people(rgb, name, frame)
             found = people[self.person] if self.person < len(people) else None
         elif self.tracking:
-            found = detection_of(self.pose.process(rgb), width, height)
+            found = detection_of(self.pose(rgb), width, height)
             if found is not None and box_iou(found.bbox, self.last.bbox) < SAME_PERSON ** 2:
                 found = None   # it jumped to someone else
             self.tracking = found is not None
@@ -328,7 +325,7 @@ class _Tracker:
                 for other in people:
                     if other is not chosen:
                         grey_out(rgb, tuple(v * self.factor for v in other.bbox))
-                tracked = detection_of(self.pose.process(rgb), width, height)
+                tracked = detection_of(self.pose(rgb), width, height)
                 self.tracking = tracked is not None and box_iou(tracked.bbox, chosen.bbox) >= SAME_PERSON
                 found = tracked if self.tracking else chosen
         if found is None:
@@ -480,7 +477,7 @@ def pose_from_video(path, frame_start=0, frame_end=None, step=1, person=0, body=
     total) called after each frame; returning False cancels: VideoCancelled is raised and
     nothing is returned (or left behind: the video and the detector are released).
 
-    Each frame: the person's keypoints (MediaPipe tracking, One Euro filtered), the body fitted
+    Each frame: the person's keypoints (the landmarker tracking, One Euro filtered), the body fitted
     through the camera (models/photo/fit.py fit_to_image, warm-started from the last frame's
     fit); then over the clip the fitted poses smoothed (a Gaussian of SMOOTH_SIGMA_S), the feet
     in contact found (low and slow) and held where they rest (`lock_feet`). Frames the person

@@ -27,6 +27,17 @@ SHARED_MOCAP = ROOT.parent / "shared" / "data" / "mocap"
 
 
 @pytest.fixture(scope="session")
+def detector():
+    """Skips a test when the photo detector cannot run here: its packages are not installed
+    (requirements-photo.txt) or its model files not fetched (make detector)."""
+    from models.photo.runtime import unavailable
+
+    reason = unavailable("this test")
+    if reason:
+        pytest.skip(f"{reason} (requirements-photo.txt; make detector)")
+
+
+@pytest.fixture(scope="session")
 def held_out_poses(open_body):
     """Real poses from two clips the networks never saw: (local rotations, rest, world, positions)."""
     import numpy as np

@@ -178,14 +178,15 @@ def test_bad_photo_arrays_are_refused():
             detect.detect_people(bad)
 
 
-def test_missing_mediapipe_says_what_to_install(monkeypatch):
-    detect._pose_solution.cache_clear()
-    monkeypatch.setitem(sys.modules, "mediapipe", None)   # makes `import mediapipe` fail
+def test_missing_litert_names_the_package(monkeypatch):
+    detect._landmarker.cache_clear()
+    monkeypatch.setitem(sys.modules, "ai_edge_litert", None)   # makes `import ai_edge_litert` fail
     try:
-        with pytest.raises(SmplIkError, match=r"'mediapipe'.*pip install --no-deps -r requirements-photo\.txt"):
+        with pytest.raises(SmplIkError, match=r"^pose from a photo needs the Python package 'ai-edge-litert', "
+                                              r"which is not installed$"):
             detect.detect_people(np.zeros((32, 32, 3), np.uint8))
     finally:
-        detect._pose_solution.cache_clear()
+        detect._landmarker.cache_clear()
 
 
 def test_read_image_gives_rgb_and_names_bad_files(tmp_path):
@@ -204,8 +205,7 @@ def test_read_image_gives_rgb_and_names_bad_files(tmp_path):
 # --- real photos ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def images():
-    pytest.importorskip("mediapipe", reason="detection needs mediapipe (requirements-photo.txt)")
+def images(detector):
     if not IMAGES.is_dir():
         pytest.skip(f"{IMAGES} is not here (photos of people from ../shared/data/images)")
     return IMAGES
@@ -268,8 +268,8 @@ def test_a_mirrored_look_gives_back_the_persons_own_left_and_right(images):
     rgb = detect.read_image(images / "bus.jpg")
     first = detect.detect_people(rgb, passes=1)[0]
     with detect._POSE_LOCK:
-        plain = detect.look(detect._pose_solution(), rgb)
-        mirrored = detect.look(detect._pose_solution(), rgb, mirror=True)
+        plain = detect.look(detect._landmarker(), rgb)
+        mirrored = detect.look(detect._landmarker(), rgb, mirror=True)
     np.testing.assert_allclose(plain.image_xy, first.image_xy)
     x0, y0, x1, y1 = first.bbox
     diagonal = np.hypot(x1 - x0, y1 - y0)

@@ -1,5 +1,5 @@
 """Pose from video: the filters and foot locking on synthetic motion; tracking, fitting and
-locking on a video written from a shared photo (when mediapipe and ../shared/data are here);
+locking on a video written from a shared photo (when the photo packages and ../shared/data are here);
 scripts/video_to_smpl.py on a folder, locally and on a dask cluster; bad input."""
 import importlib.util
 import subprocess
@@ -22,9 +22,11 @@ FEET_JOINTS = [JOINT_INDEX[n] for n in ("left_ankle", "left_foot", "right_ankle"
 
 
 def needs_video():
-    if importlib.util.find_spec("mediapipe") is None or importlib.util.find_spec("cv2") is None:
-        pytest.skip("the photo packages (mediapipe, opencv) are not installed: pip install --no-deps -r "
-                    "requirements-photo.txt")
+    from models.photo.runtime import unavailable
+
+    reason = unavailable("this test")
+    if reason:
+        pytest.skip(f"{reason} (requirements-photo.txt; make detector)")
     if not video_clips.PHOTO.exists():
         pytest.skip(f"../shared/data/images/{video_clips.PHOTO.name} is not here (the test video is made from it)")
 
