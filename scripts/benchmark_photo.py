@@ -19,7 +19,7 @@ A frame is one labelled person. The labels' camera intrinsics are never used: th
 camera a user would get, models.photo.camera.camera_for_image (default_camera where that is
 not there yet). --max-frames N takes N frames spread evenly over the file's order (all).
 
-Each image is read with OpenCV and its people found with MediaPipe (models.photo.detect, up to
+Each image is read with OpenCV and its people found by the detector (models.photo.detect, up to
 MAX_PEOPLE as Pose from Photo's All People looks for); each labelled person is matched to one
 detection, pairs taken by the largest intersection over union of their boxes first, found
 when that is at least MIN_IOU. A frame without one counts in `frames` but not in `found`;
@@ -455,16 +455,17 @@ def frame_estimates(detection, path, width, height, body, rest, offsets, lifter=
     return out, {"from": "camera_for_image", "focal_px": float(used.focal_px)}
 
 
-def run_image(image, frames, body, rest, offsets, lifter=None):
+def run_image(image, frames, body, rest, offsets, lifter=None, landmarker=None):
     """The per-frame records of the LabelledFrames of one image: found, IoU, camera and each
-    method's figures (lifter: as frame_estimates)."""
+    method's figures (lifter: as frame_estimates; landmarker: as detect_people's)."""
     from models.photo.detect import detect_people, read_image
 
     records = [{"image": f.image.name, **({} if f.person is None else {"person": f.person}), "found": False}
                for f in frames]
     try:
         rgb = read_image(image)
-        matched = match_people(detect_people(rgb, max_people=MAX_PEOPLE), [f.box for f in frames])
+        matched = match_people(detect_people(rgb, max_people=MAX_PEOPLE, landmarker=landmarker),
+                               [f.box for f in frames])
     except SmplIkError as exc:
         for record in records:
             record["error"] = str(exc)
@@ -481,15 +482,16 @@ def run_image(image, frames, body, rest, offsets, lifter=None):
     return records
 
 
-def run_frames(frames, body, rest, offsets, lifter=None):
+def run_frames(frames, body, rest, offsets, lifter=None, landmarker=None):
     """The per-frame records of every LabelledFrame, in their order (each image read once;
-    lifter: as frame_estimates)."""
+    lifter: as frame_estimates; landmarker: as detect_people's)."""
     images = {}
     for i, frame in enumerate(frames):
         images.setdefault(frame.image, []).append(i)
     records = [None] * len(frames)
     for image, order in images.items():
-        for i, record in zip(order, run_image(image, [frames[i] for i in order], body, rest, offsets, lifter)):
+        for i, record in zip(order, run_image(image, [frames[i] for i in order], body, rest, offsets, lifter,
+                                              landmarker)):
             records[i] = record
     return records
 

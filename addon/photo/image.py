@@ -11,9 +11,9 @@ stand at the places and depths the fit found for them, the camera where it saw t
 
 Everything that can fail (the file, its size, the detector, each fit) is checked before
 anything is added; what a later failure made is removed again, so the scene is left as it was.
-MediaPipe is imported on first use only; the per-platform builds of the extension bundle it.
+The detector's packages are imported on first use only; the per-platform builds of the
+extension bundle them with its model files.
 """
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,17 +29,18 @@ from ...models.photo.image_size import image_size_from_header
 from ..body.build import body_model_of, create_body
 from ..com import bridge
 from ..com.blender import object_mode, remove_created, select_only
-from ..com.builds import PHOTO_PLATFORMS, zip_name
+from ..com.builds import PHOTO_PLATFORMS, blender_python, zip_name
 from ..motion.keys import keyframe_pose, pose_is_keyed
 from ..pose.effectors import create_effector, effectors_of, pin
 
 # Joints that get an effector when the photo showed them.
 EFFECTOR_JOINTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle",
                    "left_elbow", "right_elbow", "left_knee", "right_knee")
-_ZIPS = [zip_name(p) for p in PHOTO_PLATFORMS]
-MISSING = ("Pose from a photo needs MediaPipe, which this build of the extension does not "
-           "include: install the SMPL-IK build made for your platform, "
-           f"{', '.join(_ZIPS[:-1])} or {_ZIPS[-1]}")
+_PYTHON = blender_python()
+_ZIPS = [zip_name(p, _PYTHON) for p in PHOTO_PLATFORMS] if _PYTHON else []
+MISSING = ("Pose from a photo needs the photo packages, which this build of the extension does "
+           "not include: install the SMPL-IK build made for your platform and "
+           + (f"{_PYTHON.says}, {', '.join(_ZIPS[:-1])} or {_ZIPS[-1]}" if _ZIPS else "Blender"))
 MAX_PEOPLE = 10        # All People: the most the detector looks for (one pass each)
 PHOTO_ALPHA = 0.85     # the camera's background photo: nearly opaque, the bodies drawn over it
 SENSOR_MM = 36.0       # the camera's sensor width (sensor fit Auto: across the longer side)
@@ -86,8 +87,15 @@ class PhotoResult:
     keyed_frame: int | None = None
 
 
-def detector_available():
-    return importlib.util.find_spec("mediapipe") is not None
+def detector_problem():
+    """Why Pose from Photo and Video cannot run in this installation (MISSING when the photo
+    packages are not there, else a model file missing), or None."""
+    from ...models.photo.runtime import MissingPackage, unavailable
+
+    problem = unavailable()
+    if problem is None:
+        return None
+    return MISSING if isinstance(problem, MissingPackage) else str(problem)
 
 
 def photo_path(filepath):
@@ -253,8 +261,8 @@ def pose_from_image(context, arm, options):
     from ...models.photo.detect import detect_people
     from ...models.photo.fit import photo_scene
 
-    if not detector_available():
-        raise SmplIkError(MISSING)
+    if (problem := detector_problem()) is not None:
+        raise SmplIkError(problem)
     if options.person < 1:
         raise SmplIkError(f"person {options.person}: people are counted from 1 (the largest)")
     path = photo_path(options.filepath)

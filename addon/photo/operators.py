@@ -6,7 +6,7 @@ from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 from ...models.core.errors import SmplIkError
 from ..com.objects import body_of, is_effector
 from ..com.operators import StepsOperator
-from .image import MAX_PEOPLE, MISSING, PhotoOptions, detector_available, pose_from_image
+from .image import MAX_PEOPLE, PhotoOptions, detector_problem, pose_from_image
 from .video import VideoSceneOptions, pose_from_video_steps
 
 
@@ -41,8 +41,8 @@ class SMPL_IK_OT_pose_from_image(bpy.types.Operator):
                                            "frame change)")
 
     def invoke(self, context, event):
-        if not detector_available():
-            self.report({"ERROR"}, MISSING)
+        if (problem := detector_problem()) is not None:
+            self.report({"ERROR"}, problem)
             return {"CANCELLED"}
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
@@ -133,8 +133,8 @@ class SMPL_IK_OT_pose_from_video(StepsOperator, bpy.types.Operator):
     CANCEL_MESSAGE = "Pose from Video cancelled; nothing was made"
 
     def invoke(self, context, event):
-        if not detector_available():
-            self.report({"ERROR"}, MISSING)
+        if (problem := detector_problem()) is not None:
+            self.report({"ERROR"}, problem)
             return {"CANCELLED"}
         self.from_interface = context.window is not None   # then progress shows and Esc cancels
         context.window_manager.fileselect_add(self)

@@ -22,7 +22,7 @@ from ..com import bridge
 from ..com.blender import remove_created
 from ..motion.importer import ImportOptions, key_motion
 from ..motion.keys import scene_fps
-from .image import MISSING, add_camera, detector_available, without_scale
+from .image import add_camera, detector_problem, without_scale
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,8 @@ def pose_from_video_steps(context, arm, options):
     from ...models.motion.amass import MotionFile
     from ...models.photo.video import video_path, video_scene, video_steps
 
-    if not detector_available():
-        raise SmplIkError(MISSING)
+    if (problem := detector_problem()) is not None:
+        raise SmplIkError(problem)
     if options.person < 1:
         raise SmplIkError(f"person {options.person}: people are counted from 1 (the largest)")
     path = video_path(bpy.path.abspath(options.filepath))

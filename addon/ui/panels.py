@@ -7,7 +7,7 @@ from ...models.core.errors import SmplIkError
 from ..body.build import measurements_of
 from ..com import live
 from ..com.objects import body_of, is_custom_rig, is_effector, rig_of
-from ..photo.image import detector_available
+from ..photo.image import detector_problem
 from ..pose.effectors import effectors_of
 
 
@@ -174,7 +174,7 @@ _detector = []
 
 def _has_detector():
     if not _detector:  # looked up once: a package search on every redraw would be wasteful
-        _detector.append(detector_available())
+        _detector.append(detector_problem() is None)
     return _detector[0]
 
 

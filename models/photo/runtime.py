@@ -46,16 +46,17 @@ def require_packages(what):
 
 
 def unavailable(what="pose from a photo"):
-    """Why the detector cannot run in this installation (a package not installed, a model file
-    missing), or None; packages are looked for, not imported, and files not read."""
+    """Why the detector cannot run in this installation, or None: a MissingPackage, or a
+    SmplIkError for a model file missing. Packages are looked for, not imported, and files not
+    read (model_path checks their contents when a model loads)."""
     import importlib.util
 
     for module, package in PACKAGES:
         if importlib.util.find_spec(module) is None:
-            return str(MissingPackage(package, what))
+            return MissingPackage(package, what)
     for name in record():
         if not (WEIGHTS / name).is_file():
-            return _missing_file(name)
+            return SmplIkError(_missing_file(name))
     return None
 
 

@@ -33,7 +33,7 @@ def detector():
     from models.photo.runtime import unavailable
 
     reason = unavailable("this test")
-    if reason:
+    if reason is not None:
         pytest.skip(f"{reason} (requirements-photo.txt; make detector)")
 
 

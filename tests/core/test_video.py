@@ -25,7 +25,7 @@ def needs_video():
     from models.photo.runtime import unavailable
 
     reason = unavailable("this test")
-    if reason:
+    if reason is not None:
         pytest.skip(f"{reason} (requirements-photo.txt; make detector)")
     if not video_clips.PHOTO.exists():
         pytest.skip(f"../shared/data/images/{video_clips.PHOTO.name} is not here (the test video is made from it)")
