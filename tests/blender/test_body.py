@@ -95,7 +95,7 @@ before = set(dir(bpy.types))
 bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
 mod = "bl_ext.user_default.smpl_ik"
 assert mod in bpy.context.preferences.addons, "not enabled"
-heavy = [m for m in ("mediapipe", "cv2", "torch", "matplotlib") if m in sys.modules]
+heavy = [m for m in ("ai_edge_litert", "cv2", "torch", "mediapipe") if m in sys.modules]
 assert not heavy, f"imported when enabled: {heavy}"
 assert bpy.ops.smpl_ik.add_body() == {"FINISHED"}
 assert hasattr(bpy.types.Object, "smpl_ik") and "SMPL_IK_PT_body" in dir(bpy.types)
@@ -119,28 +119,30 @@ def test_built_zip_installs_enables_and_unregisters_cleanly(tmp_path):
 
 def test_missing_photo_packages_message_names_each_zip_as_the_builder_names_it(ext, tmp_path):
     """Build, as scripts/build_extension.py does (a manifest listing the platforms, split by
-    Blender's builder), a stand-in with this extension's id and version; the message must
-    name every zip that comes out, and the platforms must be the ones the build script builds."""
+    Blender's builder, renamed for the Blender releases of each Python), a stand-in with this
+    extension's id and version: the message must name every zip that comes out for this
+    Blender's Python and no zip for another, and the platforms must be the ones the build
+    script fetches wheels for."""
     import build_extension
     import fetch_wheels
 
     builds = importlib.import_module(blender_session.MODULE + ".addon.com.builds")
     photo = importlib.import_module(blender_session.MODULE + ".addon.photo.image")
     assert list(builds.PHOTO_PLATFORMS) == list(fetch_wheels.PLATFORMS)
-    src, out = tmp_path / "src", tmp_path / "out"
-    src.mkdir()
-    out.mkdir()
     manifest = (ROOT / "blender_manifest.toml").read_text()
-    (src / "blender_manifest.toml").write_text(build_extension.staged_manifest(manifest, [], builds.PHOTO_PLATFORMS))
-    (src / "__init__.py").write_text("def register(): pass\ndef unregister(): pass\n")
-    run = subprocess.run([sys.executable, str(BLENDER_EXT), "build", "--split-platforms", "--source-dir", str(src),
-                          "--output-dir", str(out)], capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
-    built = sorted(p.name for p in out.glob("*.zip"))
-    assert len(built) == len(builds.PHOTO_PLATFORMS)
-    assert built == sorted(builds.zip_name(p) for p in builds.PHOTO_PLATFORMS)
-    for name in built:
-        assert name in photo.MISSING
+    for python in builds.BLENDER_PYTHONS:
+        src, out = tmp_path / python.python / "src", tmp_path / python.python / "out"
+        src.mkdir(parents=True)
+        out.mkdir()
+        (src / "blender_manifest.toml").write_text(
+            build_extension.staged_manifest(manifest, [], builds.PHOTO_PLATFORMS, python))
+        (src / "__init__.py").write_text("def register(): pass\ndef unregister(): pass\n")
+        built = sorted(p.name for p in build_extension.build_split(src, out, python, builds.PHOTO_PLATFORMS))
+        assert built == sorted(p.name for p in out.glob("*.zip"))
+        assert len(built) == len(builds.PHOTO_PLATFORMS)
+        for name in built:
+            assert (name in photo.MISSING) == (python == builds.blender_python()), (name, photo.MISSING)
+    assert builds.blender_python().says in photo.MISSING
 
 
 def test_add_body_builds_rig_and_mesh_at_cursor(bridge):

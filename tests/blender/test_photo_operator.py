@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from models.core.skeleton import JOINT_NAMES
+from models.photo.runtime import unavailable
 
 import blender_session
 from conftest import ROOT
 from scene import undo_restores
 
-pytest.importorskip("mediapipe", reason="the photo packages are not installed "
-                    "(pip install --no-deps -r requirements-photo.txt)")
+if unavailable("these tests") is not None:
+    pytest.skip(f"{unavailable('these tests')} (requirements-photo.txt; make detector)", allow_module_level=True)
 IMAGES = ROOT.parent / "shared" / "data" / "images"
 needs_images = pytest.mark.skipif(not IMAGES.is_dir(), reason=f"{IMAGES} not found (the shared photos are absent)")
 OVERLAY = 0.05          # of the person's box diagonal: a joint this close to its keypoint overlays it
@@ -49,7 +50,7 @@ def pose_values(arm):
 
 
 def detections(name, max_people=10):
-    """The people MediaPipe finds in a shared photo, largest first, as Pose from Photo reads it."""
+    """The people the detector finds in a shared photo, largest first, as Pose from Photo reads it."""
     from models.photo.detect import detect_people
 
     rgb, image = addon("photo.image").load_rgb(str(IMAGES / name))

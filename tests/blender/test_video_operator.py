@@ -15,10 +15,10 @@ from scene import object_fcurves, undo_restores
 sys.path.insert(0, str(ROOT / "tests"))
 import video_clips  # noqa: E402
 
-pytest.importorskip("mediapipe", reason="the photo packages are not installed "
-                    "(pip install --no-deps -r requirements-photo.txt)")
-pytest.importorskip("cv2", reason="the photo packages are not installed (pip install --no-deps -r "
-                    "requirements-photo.txt)")
+from models.photo.runtime import unavailable  # noqa: E402
+
+if unavailable("these tests") is not None:
+    pytest.skip(f"{unavailable('these tests')} (requirements-photo.txt; make detector)", allow_module_level=True)
 needs_photo = pytest.mark.skipif(not video_clips.PHOTO.exists(),
                                  reason=f"{video_clips.PHOTO} not found (the shared photos are absent; the test "
                                         "video is made from one)")

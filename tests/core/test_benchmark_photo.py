@@ -242,11 +242,11 @@ def test_the_overlay_counts_visible_keypoints_within_five_percent_of_the_box_dia
 
 # --- runs on photos -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def photo_set(tmp_path_factory):
+def photo_set(tmp_path_factory, detector):
     """A labels.json around one shared 3DHP photo (its joints reordered, an unknown name added),
     the same photo with its box on an empty corner, and a grey image with nobody in it."""
-    pytest.importorskip("mediapipe", reason="mediapipe (the photo packages) is not installed")
-    cv2 = pytest.importorskip("cv2", reason="OpenCV (the photo packages) is not installed")
+    import cv2
+
     if not (LABELLED / "labels.json").exists():
         pytest.skip("../shared/data/images/labelled/3dhp is not here (labelled photos)")
     source = json.loads((LABELLED / "labels.json").read_text())

@@ -396,12 +396,11 @@ def test_a_layout_with_fewer_joints_skips_the_missing_ones(open_body):
 IMAGES = ROOT.parent / "shared" / "data" / "images"
 
 
-def test_a_detectors_real_landmarks_with_the_unseen_ones_left_out(open_body, tmp_path):
+def test_a_detectors_real_landmarks_with_the_unseen_ones_left_out(open_body, tmp_path, detector):
     """bus.jpg's people as MediaPipe-33 files in MediaPipe's own axes, a landmark with
     visibility under 0.5 written as null (as an export that drops what it did not see): each
     converts; the man cut off by the frame loses an elbow, both wrists and a leg, and his shape
     is fitted to the side the photo shows and reported so."""
-    pytest.importorskip("mediapipe", reason="detection needs mediapipe (requirements-photo.txt)")
     if not IMAGES.is_dir():
         pytest.skip(f"{IMAGES} is not here (photos of people from ../shared/data/images)")
     from models.photo import detect
