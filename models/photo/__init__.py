@@ -1,1 +1,2 @@
-"""Pose from a photo: people found with MediaPipe (optional package) and fitted to a body."""
+"""Pose from a photo and a video: people found by MediaPipe's models (run by LiteRT, an optional
+package) and fitted to a body."""
