@@ -4,7 +4,7 @@
         [--json docs/figures/benchmark_joint_files.json]
 
 Defaults to the clips every network was held out from (VALIDATION_LOCOMOTION and
-VALIDATION_VARIED in models/training/loop.py, from ../shared/data/mocap/cmu_train and
+VALIDATION_VARIED in models/training/clips.py, from ../shared/data/mocap/cmu_train and
 cmu_varied). Each clip is retargeted onto the open body and taken at 30 fps (its first
 --frames frames); its 24 SMPL joints make a joint file. Seeded gaps (NaN) are cut into it, of
 --lengths frames (default 3, 6, 12 and 24: 0.1-0.8 s), one gap per two gap lengths of the clip:
@@ -45,7 +45,7 @@ from models.ik.from_joints import GAP_FILL_SECONDS, JointOptions, joints_to_smpl
 from models.motion.bvh import find_bvh_files, read_bvh  # noqa: E402
 from models.motion.joints import JointFile  # noqa: E402
 from models.motion.retarget import retarget  # noqa: E402
-from models.training.loop import VALIDATION_LOCOMOTION, VALIDATION_VARIED  # noqa: E402
+from models.training.clips import VALIDATION_LOCOMOTION, VALIDATION_VARIED  # noqa: E402
 
 MOCAP = ROOT.parent / "shared" / "data" / "mocap"
 FPS = 30.0

@@ -72,9 +72,9 @@ def evaluate(model, val, body, table, views, batches=8, size=512):
                     errors.append(float(mpjpe(pred, target)))
                     pa.append(float(procrustes_error(pred.numpy(), target.numpy()).mean()))
                     depth.append(float((pred[..., 2] - target[..., 2]).abs().mean()))
-            out[f"{kind}_{label}"] = {"mpjpe_mm": round(1000 * np.mean(errors), 2),
-                                      "pa_mpjpe_mm": round(1000 * np.mean(pa), 2),
-                                      "depth_mm": round(1000 * np.mean(depth), 2)}
+            out[f"{kind}_{label}"] = {"mpjpe_mm": round(float(1000 * np.mean(errors)), 2),
+                                      "pa_mpjpe_mm": round(float(1000 * np.mean(pa)), 2),
+                                      "depth_mm": round(float(1000 * np.mean(depth)), 2)}
     model.train()
     return out
 

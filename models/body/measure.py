@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import SmplIkError
-from .model import NUM_BETAS, read_npz
+from ..core.npz import read_npz
+from .model import NUM_BETAS
 
 # kg / m^3: the whole body's mean density, air in the lungs included, which is what a surface
 # mesh's volume holds. SHAPY (Choutas et al., "Accurate 3D Body Shape Regression using Metric

@@ -12,9 +12,6 @@ import os
 import pickle
 import re
 import struct
-import tokenize
-import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +19,7 @@ import numpy as np
 
 from ..core.errors import SmplIkError
 from ..core.kinematics import AttachedPoints, forward_kinematics, linear_blend_skinning, skinning_transforms
+from ..core.npz import read_npz
 from ..core.rotations import axis_angle_to_matrix
 from ..core.skeleton import (
     FIRST_FINGER_JOINT, JOINT_COUNT_TO_KIND, KIND_LABEL, MIDDLE_FINGER_OFFSET,
@@ -51,6 +49,10 @@ LANDMARK_NAMES = (
 
 # --- reading files -------------------------------------------------------------------------
 
+class _Unreadable(ValueError):
+    """Why a pickled body file's content is not read, in our own words."""
+
+
 class _ChumpyArray:
     """Stands in for a pickled chumpy object; keeps its value array (state key 'x')."""
 
@@ -71,7 +73,7 @@ class _SparseMatrix:
         shape = tuple(int(n) for n in (s.get("_shape") or s.get("shape")))
         data, indices, indptr = (np.asarray(_plain(s[k])) for k in ("data", "indices", "indptr"))
         if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or data.dtype.kind not in "biuf":
-            raise TypeError("the sparse matrix's arrays are not numbers")
+            raise _Unreadable("the sparse matrix's arrays are not numbers")
         dense = np.zeros(shape, dtype=np.float64)
         outer = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
         if self.fmt == "csc":
@@ -107,9 +109,12 @@ class _PickledDtype:
             self.order = state[1]
 
     def to_numpy(self):
-        if not isinstance(self.code, str) or not _PLAIN_CODE.fullmatch(self.code):
-            raise ValueError(f"an array of {self.code!r} values, not plain numbers")
-        dtype = np.dtype(self.code)
+        try:
+            if not isinstance(self.code, str) or not _PLAIN_CODE.fullmatch(self.code):
+                raise TypeError
+            dtype = np.dtype(self.code)
+        except TypeError:   # not a code, or one numpy does not know ('f3')
+            raise _Unreadable(f"an array of {self.code!r} values, not plain numbers") from None
         return dtype.newbyteorder(self.order) if self.order in "<>" else dtype
 
 
@@ -121,41 +126,41 @@ class _PickledArray:
         try:
             self.value, self.error = _array_from_state(state), None
         except (TypeError, ValueError, OverflowError, MemoryError) as exc:
-            self.value, self.error = None, str(exc)
+            self.value, self.error = None, _own_words(exc, "an array that cannot be rebuilt")
 
 
 def _array_from_state(state):
     """An ndarray from a pickled ndarray's state (version, shape, dtype, fortran, data)."""
     if not isinstance(state, tuple) or len(state) not in (4, 5):
-        raise ValueError("not an array's pickled state")
+        raise _Unreadable("not an array's pickled state")
     shape, dtype, fortran, data = state[-4:]
     if not isinstance(dtype, _PickledDtype):
-        raise ValueError("an array without a dtype")
+        raise _Unreadable("an array without a dtype")
     dtype = dtype.to_numpy()
     if not isinstance(shape, tuple) or not all(isinstance(n, int) and 0 <= n < 2 ** 40 for n in shape):
-        raise ValueError(f"an array of shape {shape!r}")
+        raise _Unreadable(f"an array of shape {shape!r}")
     if isinstance(data, str):   # Python 2 pickles: bytes as latin-1 text
         data = data.encode("latin-1")
     if not isinstance(data, (bytes, bytearray)):
-        raise ValueError("an array whose data are not bytes")
+        raise _Unreadable("an array whose data are not bytes")
     count = 1
     for n in shape:
         count *= n
     if len(data) != count * dtype.itemsize:
-        raise ValueError(f"an array of shape {shape} with {len(data)} bytes of {dtype}")
+        raise _Unreadable(f"an array of shape {shape} with {len(data)} bytes of {dtype}")
     array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return array.astype(dtype.newbyteorder("="))   # a writable copy in native byte order
 
 
 def _reconstruct(cls, *args):
     if cls is not _PickledArray:
-        raise pickle.UnpicklingError("refusing to reconstruct anything but a numpy array")
+        raise _Unreadable("refusing to reconstruct anything but a numpy array")
     return _PickledArray()
 
 
 def _scalar(dtype, data=None):
     if not isinstance(dtype, _PickledDtype):
-        raise pickle.UnpicklingError("a numpy scalar without a dtype")
+        raise _Unreadable("a numpy scalar without a dtype")
     try:
         return _array_from_state((1, (), dtype, False, data))[()]
     except ValueError:
@@ -187,7 +192,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return self._STAND_INS[(module, name)]
         if (module, name) in self._ALLOWED:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+        raise _Unreadable(f"refusing to load {module}.{name}")
 
 
 def _plain(value):
@@ -198,19 +203,11 @@ def _plain(value):
         return value.to_dense()
     if isinstance(value, _PickledArray):
         if value.error:
-            raise ValueError(value.error)
+            raise _Unreadable(value.error)
         return value.value
     return value
 
 
-# What numpy and zipfile raise for a damaged .npz: not a zip archive, a damaged member or
-# array header (ValueError, EOFError, zlib and struct errors, a CRC mismatch; numpy's
-# Python 2 header fallback lets SyntaxError and tokenize's TokenError through), a member
-# compressed or flagged encrypted in a way zipfile cannot read (NotImplementedError,
-# RuntimeError), or a header asking for an array larger than memory.
-NPZ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, struct.error,
-              SyntaxError, tokenize.TokenError, NotImplementedError, RuntimeError, MemoryError,
-              OverflowError)
 # What unpickling damaged bytes through the restricted unpickler can raise: besides the
 # unpickler's own errors, the few constructors it allows (numpy's array reconstruction,
 # copyreg, sets, codecs) fail with whatever their arguments provoke.
@@ -218,53 +215,10 @@ PICKLE_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, Attrib
                  MemoryError, OverflowError, RecursionError, struct.error)
 
 
-def read_npz(path, keys, what="file"):
-    """{key: array} for those of `keys` an `.npz` file holds, read with allow_pickle=False.
-
-    A file that is not an `.npz` archive, or is damaged, raises SmplIkError naming the file
-    (and the array, when one array is at fault) and saying it is not a readable `what`.
-    """
-    path = Path(path)
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except NPZ_ERRORS as exc:
-        if isinstance(exc, ValueError) and "pickled data" in str(exc):
-            # numpy takes any file that is neither a zip nor an .npy for a pickle: a JPEG or
-            # a BVH lands here too, so only a pickle's own first bytes earn the word
-            kind = "a pickle, not an .npz archive" if _starts_like_a_pickle(path) else "not an .npz archive"
-            raise SmplIkError(f"{path}: not a readable {what} ({kind})") from None
-        raise SmplIkError(f"{path}: not a readable {what} ({_describe(exc)})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
-        raise SmplIkError(f"{path}: not a readable {what} (a single .npy array, not an .npz archive)")
-    with npz:
-        out = {}
-        for k in keys:
-            if k not in npz.files:
-                continue
-            try:
-                out[k] = npz[k]
-            except NPZ_ERRORS as exc:
-                if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
-                    raise SmplIkError(f"{path}: array '{k}' is stored as pickled objects") from None
-                raise SmplIkError(f"{path}: not a readable {what}: array '{k}' is damaged "
-                                  f"({_describe(exc)})") from None
-    return out
-
-
-def _starts_like_a_pickle(path):
-    """True when the file opens as a pickle of protocol 2 or later does (PROTO, then 2-5)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-    except OSError:
-        return False
-    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
-
-
-def _describe(exc):
-    text = str(exc).strip()
-    text = text if len(text) < 160 else text[:157] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _own_words(exc, otherwise):
+    """exc's message when it is one of ours (_Unreadable), else `otherwise`: the words of
+    pickle's and numpy's own errors change between versions and mean nothing to an artist."""
+    return str(exc) if isinstance(exc, _Unreadable) and str(exc) else otherwise
 
 
 def read_body_arrays(path):
@@ -301,9 +255,11 @@ def read_body_arrays(path):
                         arrays[k] = _plain(v)
                     except (KeyError, TypeError, ValueError, IndexError, AttributeError, MemoryError,
                             OverflowError) as exc:
-                        raise SmplIkError(f"{path}: array '{k}' is not readable ({_describe(exc)})") from None
+                        raise SmplIkError(f"{path}: array '{k}' is not readable "
+                                          f"({_own_words(exc, 'its values do not make an array')})") from None
         except PICKLE_ERRORS as exc:
-            raise SmplIkError(f"{path}: not a readable body model file ({_describe(exc)})") from None
+            raise SmplIkError(f"{path}: not a readable body model file "
+                              f"({_own_words(exc, 'not a pickle of arrays, or a damaged one')})") from None
     else:
         raise SmplIkError(f"{path}: unsupported body model format {suffix!r} (use .npz or .pkl)")
     missing = [k for k in REQUIRED_ARRAYS if k not in arrays or arrays[k] is None]
@@ -646,8 +602,7 @@ def smplx_arguments(path=None):
     from smplx.utils import Struct  # imported here: smplx is a test/script dependency only
 
     path = Path(path) if path else OPEN_BODY_PATH
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
+    arrays = read_npz(path, None, "body model file")
     if "landmark_names" not in arrays:
         raise SmplIkError(f"{path}: has no landmark vertices; smplx needs them as vertex_ids")
     vertex_ids = {str(n): int(i) for n, i in zip(arrays["landmark_names"], arrays["landmark_vertex_ids"])}

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
+from ..core.npz import read_npz
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 
@@ -94,16 +95,17 @@ def load_weights(path, arch, expected_shapes):
     """
     path = Path(path)
     archs = (arch,) if isinstance(arch, str) else tuple(arch)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise SmplIkError(f"{path}: weights file not found") from None
-    except Exception as exc:
-        raise SmplIkError(f"{path}: not a readable weights file ({type(exc).__name__}: {exc})") from None
+    if not path.exists():
+        raise SmplIkError(f"{path}: weights file not found")
+    arrays = read_npz(path, None, "weights file")
     if "__config__" not in arrays:
         raise SmplIkError(f"{path}: not an SMPL-IK weights file (no __config__)")
-    config = json.loads(str(arrays.pop("__config__")))
+    try:
+        config = json.loads(str(arrays.pop("__config__")))
+    except (ValueError, RecursionError):
+        config = None
+    if not isinstance(config, dict):
+        raise SmplIkError(f"{path}: not an SMPL-IK weights file (its __config__ is not a JSON object)")
     if config.get("arch") not in archs:
         raise SmplIkError(f"{path}: weights are for architecture {config.get('arch')!r}, not "
                           + " or ".join(map(repr, archs)))

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..body.model import GENDERS, gender_from_name, read_npz
+from ..body.model import GENDERS, gender_from_name
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
+from ..core.npz import read_npz
 from ..core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from ..core.skeleton import JOINT_NAMES, NUM_BODY_JOINTS_SHARED, NUM_JOINTS
 

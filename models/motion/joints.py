@@ -50,8 +50,9 @@ from pathlib import Path
 import numpy as np
 
 from ..body.measure import measure
-from ..body.model import NPZ_ERRORS, NUM_BETAS
+from ..body.model import NUM_BETAS
 from ..core.errors import SmplIkError
+from ..core.npz import read_npy, read_npz
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from .amass import SMPL_FROM_Z_UP
 from .retarget import MEASUREMENTS, UNIT_LIMBS, fit_shape
@@ -237,23 +238,14 @@ def _as_frames(path, values, what):
 
 
 def _read_npz(path):
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except NPZ_ERRORS as exc:
-        raise SmplIkError(f"{path}: not a readable .npz archive ({type(exc).__name__}: {exc})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise SmplIkError(f"{path}: not a readable .npz archive (a single .npy array)")
-    with npz:
-        arrays = [k for k in npz.files if k not in ("fps", "mocap_framerate")]
-        key = "joints" if "joints" in npz.files else arrays[0] if len(arrays) == 1 else None
-        if key is None:
-            raise SmplIkError(f"{path}: no 'joints' array, and {len(arrays)} arrays ({', '.join(arrays) or 'none'}) "
-                              "to choose from; name the joint positions 'joints'")
-        try:
-            values = npz[key]
-            rate = next((npz[k] for k in ("fps", "mocap_framerate") if k in npz.files), None)
-        except NPZ_ERRORS as exc:
-            raise SmplIkError(f"{path}: array {key!r} cannot be read ({type(exc).__name__}: {exc})") from None
+    arrays = read_npz(path, None, "joint file")
+    names = [k for k in arrays if k not in ("fps", "mocap_framerate")]
+    key = "joints" if "joints" in arrays else names[0] if len(names) == 1 else None
+    if key is None:
+        raise SmplIkError(f"{path}: no 'joints' array, and {len(names)} arrays ({', '.join(names) or 'none'}) "
+                          "to choose from; name the joint positions 'joints'")
+    values = arrays[key]
+    rate = next((arrays[k] for k in ("fps", "mocap_framerate") if k in arrays), None)
     fps = None
     if rate is not None:
         if rate.size != 1 or rate.dtype.kind not in "biuf" or not float(rate.reshape(-1)[0]) > 0:
@@ -294,8 +286,12 @@ def _read_csv(path, text):
 def _read_json(path, text):
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise SmplIkError(f"{path}: not valid JSON ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise SmplIkError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise SmplIkError(f"{path}: not valid JSON (nested too deeply)") from None
+    except ValueError:   # Python refuses integers of more than 4300 digits
+        raise SmplIkError(f"{path}: not valid JSON (a number too long to read)") from None
     fps = None
     if isinstance(data, dict):
         if "joints" not in data:
@@ -327,10 +323,7 @@ def read_joint_file(path):
     fps = None
     try:
         if suffix == ".npy":
-            try:
-                values = _as_frames(path, np.load(path, allow_pickle=False), "the array")
-            except NPZ_ERRORS as exc:
-                raise SmplIkError(f"{path}: not a readable .npy array ({type(exc).__name__}: {exc})") from None
+            values = _as_frames(path, read_npy(path, "joint file"), "the array")
         elif suffix == ".npz":
             values, fps = _read_npz(path)
         else:
@@ -338,8 +331,10 @@ def read_joint_file(path):
             if not text.strip():
                 raise SmplIkError(f"{path}: the file is empty")
             values, fps = _read_csv(path, text) if suffix == ".csv" else _read_json(path, text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SmplIkError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    except UnicodeDecodeError:
+        raise SmplIkError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise SmplIkError(f"{path}: cannot read ({exc.strerror or 'the system refused'})") from None
     bad = np.isinf(values)
     if bad.any():
         t, j, _ = np.argwhere(bad)[0]

@@ -23,9 +23,11 @@ from ..body.model import GENDERS, NUM_BETAS, OPEN_PREFIX, load_body_model, open_
 from ..core.errors import SmplIkError
 from ..core.files import write_json
 from ..core.kinematics import depth_levels
+from ..core.npz import read_npz
 from .rotations import axis_angle_to_matrix, kabsch, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, MIRROR, NUM_JOINTS, PARENTS, SINGLE
 from ..motion.batch import build_dataset, save_npz_atomically
+from .clips import VALIDATION_CLIPS, VALIDATION_LOCOMOTION, VALIDATION_VARIED  # noqa: F401 (the trainers' names)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT / "out" / "training_smpl.npz"   # the trainers' --data default
@@ -33,14 +35,6 @@ _MOCAP = ROOT.parent / "shared" / "data" / "mocap"
 # What it is built from: folder, frames dropped at each clip's start (CMU's own files begin with
 # a reference pose; the varied set's converted files do not).
 MOCAP_SOURCES = ((_MOCAP / "cmu_train", 1), (_MOCAP / "cmu_varied", 0))
-
-# Whole clips kept out of training: one or more per kind of motion in cmu_train (locomotion
-# and sport), and in cmu_varied punching, walking on uneven ground and two modern dances.
-VALIDATION_LOCOMOTION = ("cmu_basketball_5.bvh", "cmu_basketball_signal_5.bvh",
-                         "cmu_directing_traffic_4.bvh", "cmu_jumping_5.bvh", "cmu_running_5.bvh",
-                         "cmu_soccer_5.bvh", "cmu_walking_20.bvh", "cmu_walking_40.bvh")
-VALIDATION_VARIED = ("002_05.bvh", "003_02.bvh", "005_07.bvh", "005_16.bvh")
-VALIDATION_CLIPS = VALIDATION_LOCOMOTION + VALIDATION_VARIED
 
 
 @dataclass
@@ -97,12 +91,16 @@ def load_pose_data(path, validation=VALIDATION_CLIPS):
     if not path.is_file():
         raise SmplIkError(f"{path}: training data not found (make it with scripts/build_dataset.py)")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    with np.load(path, allow_pickle=False) as d:
-        poses = d["poses"].reshape(-1, NUM_JOINTS, 3).astype(np.float32)
-        clip = d["clip"]
-        clips = [str(c) for c in d["clips"]]
-        source = d["source"] if "source" in d.files else None
-        rest = _clip_rest(d)
+    d = read_npz(path, ("poses", "clip", "clips", "source", "body_model", "betas"), "training data file")
+    missing = [k for k in ("poses", "clip", "clips") if k not in d]
+    if missing:
+        raise SmplIkError(f"{path}: not a training data file (no {', '.join(missing)}; make it with "
+                          "scripts/build_dataset.py)")
+    poses = d["poses"].reshape(-1, NUM_JOINTS, 3).astype(np.float32)
+    clip = d["clip"]
+    clips = [str(c) for c in d["clips"]]
+    source = d.get("source")
+    rest = _clip_rest(d)
     names = [Path(c).name for c in clips]
     held = np.array([n in validation for n in names])
     is_val = held[clip]
@@ -122,9 +120,9 @@ def load_pose_data(path, validation=VALIDATION_CLIPS):
 def _clip_rest(d):
     """(C, 24, 3) float32 rest joints of the body each clip of a build_dataset file was fitted
     on (its `betas` on its `body_model`), or None when the file does not say (a user's body)."""
-    name = str(d["body_model"]) if "body_model" in d.files else ""
+    name = str(d["body_model"]) if "body_model" in d else ""
     gender = name[len(OPEN_PREFIX):] if name.startswith(OPEN_PREFIX) else None
-    if "betas" not in d.files or gender not in GENDERS:
+    if "betas" not in d or gender not in GENDERS:
         return None
     body = load_body_model(open_body_path(gender))
     return torch.from_numpy(body.rest_joints(d["betas"].astype(np.float64)).astype(np.float32))
@@ -421,9 +419,8 @@ def initialise(model, path, rebase=False):
     """Load numpy weights written by `finish` into a torch twin (checks names and shapes).
     rebase: a head's weights trained over another deterministic network may continue over
     this one (its `base_sha256` is not compared; the model keeps its own)."""
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files if k != "__config__"}
-        config = json.loads(str(npz["__config__"]))
+    arrays = read_npz(path, None, "weights file")
+    config = json.loads(str(arrays.pop("__config__")))
     if rebase and "base_sha256" in model.config:
         config["base_sha256"] = model.config["base_sha256"]
     if config != model.config:

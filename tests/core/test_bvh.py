@@ -140,7 +140,8 @@ def test_shared_clips_read():
         m = read_bvh(path)
         header = int(path.read_text().split("Frames:")[1].split()[0])
         assert m.num_frames == header, path
-        assert np.isclose(m.fps, 120 if "cmu_train" in str(path) else 60, rtol=1e-3), path
+        # the headers' rates (../shared/data/README.md): aclstm's salsa clips say 120 but are 60
+        assert np.isclose(m.fps, 120 if path.parent.name in ("cmu_train", "aclstm") else 60, rtol=1e-3), path
 
 
 # --- finding BVH files ------------------------------------------------------------------------
