@@ -72,13 +72,8 @@ class PoseLandmarker:
 
     def __call__(self, rgb):
         height, width = rgb.shape[:2]
-        tracked = self.tracking and self.next_rect is not None
-        rect = self.next_rect if tracked else self.find(rgb)
+        rect = self.next_rect if self.tracking and self.next_rect is not None else self.find(rgb)
         found = None if rect is None else self.landmarks_in(rgb, rect)
-        if found is not None and found.score <= MIN_PRESENCE and not tracked:
-            # A person the detector found but the landmark model doubts (cut off by the frame,
-            # say): one more look, at the square its landmarks ask for.
-            found = self.landmarks_in(rgb, next_square(found, width, height))
         if found is not None and found.score <= MIN_PRESENCE:
             found = None
         if self.tracking:
