@@ -199,22 +199,25 @@ def rotate_xy(points, rotation):
 
 def refine_with_heatmap(points, heatmap, kernel=7, min_confidence=0.5):
     """Points (K, 2) normalized to a crop, moved to the sigmoid-weighted mean of their
-    heatmap's (h, w, K) cells in a kernel x kernel window around them, where that window's
-    strongest cell reaches min_confidence (MediaPipe's RefineLandmarksFromHeatmapCalculator)."""
+    heatmap's (h, w, K) cells in a kernel x kernel window around them (the window cut at the
+    heatmap's edges), where that window's strongest cell reaches min_confidence (MediaPipe's
+    RefineLandmarksFromHeatmapCalculator, its edge cases included)."""
     out = np.array(points, dtype=np.float64)
-    rows, cols = heatmap.shape[:2]
+    rows, cols, count = heatmap.shape
     half = (kernel - 1) // 2
-    for k in range(out.shape[0]):
-        col, row = int(out[k, 0] * cols), int(out[k, 1] * rows)   # truncated, as MediaPipe's
-        if col < 0 or col >= cols or row < 0:
-            continue
-        r0, r1 = max(0, row - half), min(rows, row + half + 1)
-        c0, c1 = max(0, col - half), min(cols, col + half + 1)
-        if r0 >= r1:
-            continue
-        conf = 1.0 / (1.0 + np.exp(-heatmap[r0:r1, c0:c1, k].astype(np.float64)))
-        total = conf.sum()
-        if conf.max() >= min_confidence and total > 0:
-            rr, cc = np.mgrid[r0:r1, c0:c1]
-            out[k] = ((cc * conf).sum() / total / cols, (rr * conf).sum() / total / rows)
+    col = np.trunc(out[:, 0] * cols).astype(int)        # truncated toward zero, as MediaPipe's
+    row = np.trunc(out[:, 1] * rows).astype(int)
+    inside = (col >= 0) & (col < cols) & (row >= 0)
+    offsets = np.arange(-half, half + 1)
+    r = np.clip(row, 0, rows + half)[:, None] + offsets          # (K, kernel) window rows
+    c = np.clip(col, 0, cols - 1)[:, None] + offsets
+    padded = np.pad(heatmap.astype(np.float64), ((half, 2 * half + 1), (half, half), (0, 0)), constant_values=-np.inf)
+    logits = padded[r[:, :, None] + half, c[:, None, :] + half, np.arange(count)[:, None, None]]   # (K, k, k)
+    conf = 1.0 / (1.0 + np.exp(-logits))                         # 0 outside the heatmap
+    total = conf.sum(axis=(1, 2))
+    refine = inside & (conf.max(axis=(1, 2)) >= min_confidence) & (total > 0)
+    safe = np.where(total > 0, total, 1.0)
+    x = np.einsum("kij,kj->k", conf, c.astype(np.float64)) / safe / cols
+    y = np.einsum("kij,ki->k", conf, r.astype(np.float64)) / safe / rows
+    out[refine] = np.column_stack([x, y])[refine]
     return out

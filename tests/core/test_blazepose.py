@@ -104,6 +104,12 @@ def test_heatmap_refinement_moves_a_point_to_its_peak_only_when_confident():
     np.testing.assert_array_equal(ssd.refine_with_heatmap(points, unsure), points)
     outside = np.array([[-0.2, 0.5], [1.2, 0.5]])
     np.testing.assert_array_equal(ssd.refine_with_heatmap(outside, heat), outside)
+    edge = np.full((64, 64, 2), -10.0)
+    edge[62, 10, :] = 10.0                              # a peak on the heatmap's last rows
+    below = np.array([[10.5 / 64, 65.5 / 64], [10.5 / 64, 1.5]])   # 3 rows past the edge; far past it
+    out = ssd.refine_with_heatmap(below, edge)
+    np.testing.assert_allclose(out[0], [10 / 64, 62 / 64], atol=1e-3)   # the window reaches back in
+    np.testing.assert_array_equal(out[1], below[1])
 
 
 # --- model files ----------------------------------------------------------------------------
