@@ -18,6 +18,15 @@ import blender_session  # noqa: E402
 bpy = blender_session.start()
 
 
+def pytest_report_header(config):
+    """The Blender these tests run on, and whether its photo detector can run, in the log."""
+    from models.photo.runtime import unavailable
+
+    problem = unavailable("the photo and video tests")
+    return [f"Blender {bpy.app.version_string} (Python {sys.version.split()[0]}, numpy "
+            f"{importlib.import_module('numpy').__version__}); photo detector: {problem or 'ready'}"]
+
+
 @pytest.fixture(autouse=True)
 def empty_scene():
     bpy.ops.wm.read_homefile(use_empty=True)

@@ -9,6 +9,17 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
+def pytest_report_header(config):
+    """numpy's version in the log (tests/core runs on numpy 1.26 and 2.x), and whether torch is
+    here (make test installs it with Python 3.11 only, where its CPU build is)."""
+    import importlib.util
+
+    import numpy as np
+
+    torch = "installed" if importlib.util.find_spec("torch") else "not installed: the torch tests run in .venv/py311"
+    return [f"numpy {np.__version__}; torch {torch}"]
+
+
 @pytest.fixture(scope="session")
 def open_body():
     from models.body.model import load_body_model
