@@ -56,8 +56,8 @@ def _sigmoid(x):
 class PoseLandmarker:
     """Finds one person's PoseLandmarks in (H, W, 3) uint8 RGB images: call it with an image;
     None when nobody is found (the landmark model's person score at most MIN_PRESENCE).
-    tracking: frames of one video in order (each square from the frame before; `reset()`
-    forgets the person). Not for two threads at once."""
+    tracking: frames of one video in order (each square from the frame before; the detector
+    runs again only when the person is lost). Not for two threads at once."""
 
     def __init__(self, tracking=False, what="pose from a photo"):
         require_packages(what)
@@ -65,9 +65,6 @@ class PoseLandmarker:
         self.landmarks = shared_model(LANDMARK_MODEL)
         self.anchors = anchor_centers(ANCHORS)
         self.tracking = tracking
-        self.next_rect = None
-
-    def reset(self):
         self.next_rect = None
 
     def __call__(self, rgb):
