@@ -10,7 +10,6 @@ downloaded or a file is not the one recorded.
 """
 import argparse
 import hashlib
-import subprocess
 import sys
 import tomllib
 import zipfile
@@ -18,7 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+import fetch_wheels  # noqa: E402
 from models.core.files import atomic_path  # noqa: E402
 from models.photo.runtime import RECORD, WEIGHTS  # noqa: E402
 
@@ -34,10 +35,8 @@ def wheel_file(source, folder):
     if not path.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         tag = source["wheel"].removesuffix(".whl").split("-")
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "--python-version", tag[2].removeprefix("cp"), "--platform", tag[4], "--dest", str(folder),
-               f"{source['package']}=={source['version']}"]
-        run = subprocess.run(cmd, capture_output=True, text=True)
+        run = fetch_wheels.pip_download([f"{source['package']}=={source['version']}"], (tag[4],),
+                                        tag[2].removeprefix("cp"), folder)
         if run.returncode or not path.is_file():
             raise SystemExit(f"could not download {source['wheel']} from {source['index']}:\n{run.stderr.strip()}")
     if sha256(path.read_bytes()) != source["wheel_sha256"]:
