@@ -10,37 +10,42 @@ PYTHON311 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.11*/bin/python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PY311 := $(VENV)/py311/bin/python
-SUM = $(shell cat $(1) requirements-photo.txt | cksum | cut -d' ' -f1)
+SUM = $(shell cat $(1) requirements-photo.txt pyproject.toml | cksum | cut -d' ' -f1)
 STAMP := $(VENV)/.installed-$(call SUM,requirements.txt)
 STAMP311 := $(VENV)/py311/.installed-$(call SUM,requirements-py311.txt)
 OLDER_BLENDERS := 4.2.0 4.5.15
 OLDER_STAMPS := $(foreach v,$(OLDER_BLENDERS),$(VENV)/bpy-$(v)/.installed-$(call SUM,requirements-older-blender.txt))
 BLENDER_EXT := $(VENV)/lib/python3.13/site-packages/bpy/5.3/scripts/addons_core/bl_pkg/cli/blender_ext.py
 
-.PHONY: test demo extension validate body detector clean
+.PHONY: test lint demo extension validate body detector clean
 
 # requirements-photo.txt goes in with --no-deps (see its header).
-$(STAMP): requirements.txt requirements-photo.txt
+# Each environment also gets this project in development mode (pyproject.toml), so scripts/ and
+# tests import `models` and `benchmarks` the normal way.
+$(STAMP): requirements.txt requirements-photo.txt pyproject.toml
 	test -x $(PY) || $(PYTHON313) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-photo.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-$(STAMP311): requirements-py311.txt requirements-photo.txt
+$(STAMP311): requirements-py311.txt requirements-photo.txt pyproject.toml
 	test -x $(PY311) || $(PYTHON311) -m venv $(VENV)/py311
 	$(PY311) -m pip install --quiet --upgrade pip
 	$(PY311) -m pip install --quiet -r requirements-py311.txt
 	$(PY311) -m pip install --quiet --no-deps -r requirements-photo.txt
+	$(PY311) -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/py311/.installed-*
 	touch $@
 
-$(VENV)/bpy-%/.installed-$(call SUM,requirements-older-blender.txt): requirements-older-blender.txt requirements-photo.txt
+$(VENV)/bpy-%/.installed-$(call SUM,requirements-older-blender.txt): requirements-older-blender.txt requirements-photo.txt pyproject.toml
 	test -x $(VENV)/bpy-$*/bin/python || $(PYTHON311) -m venv $(VENV)/bpy-$*
 	$(VENV)/bpy-$*/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bpy-$*/bin/python -m pip install --quiet bpy==$* -r requirements-older-blender.txt
 	$(VENV)/bpy-$*/bin/python -m pip install --quiet --no-deps -r requirements-photo.txt
+	$(VENV)/bpy-$*/bin/python -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/bpy-$*/.installed-*
 	touch $@
 
@@ -49,7 +54,11 @@ $(VENV)/bpy-%/.installed-$(call SUM,requirements-older-blender.txt): requirement
 detector: $(STAMP)
 	$(PY) scripts/fetch_detector_models.py
 
-test: $(STAMP) $(STAMP311) $(OLDER_STAMPS) detector
+# ruff's rules are in pyproject.toml.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+test: lint $(STAMP) $(STAMP311) $(OLDER_STAMPS) detector
 	$(PY) -m pytest tests/core
 	$(PY311) -m pytest tests/core
 	$(PY) -m pytest tests/blender

@@ -13,60 +13,24 @@ The import-export round trip's largest differences come with the times. Goal: 5,
 """
 import argparse
 import os
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT))
 
-import blender_session  # noqa: E402
+import numpy as np
 
-GOAL_FRAMES_PER_S = 5000
+from benchmarks import blender_session
+from benchmarks.motion_io import GOAL_FRAMES_PER_S, measure
+from models.core.files import write_json
 
-
-def clip(path, frames, fps, rng):
-    """Write a synthetic AMASS-style clip (Z-up: the root carries +90 degrees about X)."""
-    import numpy as np
-
-    poses = rng.normal(scale=0.3, size=(frames, 72))
-    poses[:, :3] = [np.pi / 2, 0.0, 0.0]
-    poses[:, :3] += rng.normal(scale=0.05, size=(frames, 3))
-    trans = np.cumsum(rng.normal(scale=0.01, size=(frames, 3)), axis=0) + [0.0, 0.0, 0.9]
-    np.savez(path, poses=poses, trans=trans, betas=np.zeros(16), gender=np.array("neutral"),
-             mocap_framerate=np.array(float(fps)))
-    return poses, trans
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
+LABELS = {"import": "import, keys at the file's 30 fps", "import_resampled": "import, 120 fps resampled to 30",
+          "export": "export from keys", "export_evaluated": "export evaluated frame by frame"}
 
 
-def timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
-def fresh_scene(bpy, fps):
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = fps, 1.0
-
-
-def import_clip(bpy, path, **options):
-    options.setdefault("floor", "OFF")   # still measured (the report says where the floor is), not moved
-    assert bpy.ops.smpl_ik.import_motion(filepath=str(path), **options) == {"FINISHED"}
-    return bpy.context.active_object
-
-
-def rotation_error(a, b):
-    """Largest angle (radians) between (T, 72) axis-angle poses."""
-    import numpy as np
-
-    from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
-
-    ma, mb = (axis_angle_to_matrix(np.asarray(p, np.float64).reshape(-1, 24, 3)) for p in (a, b))
-    return float(np.linalg.norm(matrix_to_axis_angle(np.swapaxes(ma, -1, -2) @ mb), axis=-1).max())
+def print_run(run, seconds):
+    print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in seconds.items()))
 
 
 def main(argv=None):
@@ -76,43 +40,11 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=5, help="runs of each measurement (the median is reported)")
     parser.add_argument("--evaluated-frames", type=int, default=500,
                         help="frames of the frame-by-frame (constrained) export")
-    parser.add_argument("--json", type=Path, default=ROOT / "docs" / "figures" / "benchmark_motion_io.json",
+    parser.add_argument("--json", type=Path, default=FIGURES / "benchmark_motion_io.json",
                         help="JSON output (default docs/figures/benchmark_motion_io.json, which the docs quote)")
     args = parser.parse_args(argv)
     bpy = blender_session.start()
-
-    import numpy as np
-
-    from models.core.files import write_json
-
-    rng = np.random.default_rng(0)
-    tmp = Path(tempfile.mkdtemp(prefix="smpl_ik_motion_bench_"))
-    same, fast = tmp / "clip_30fps.npz", tmp / "clip_120fps.npz"
-    poses, trans = clip(same, args.frames, 30, rng)
-    clip(fast, args.frames, 120, rng)
-    runs = {"import": [], "import_resampled": [], "export": [], "export_evaluated": []}
-    errors = {}
-    for run in range(args.runs):
-        fresh_scene(bpy, 30)
-        seconds, arm = timed(lambda: import_clip(bpy, same))
-        runs["import"].append(seconds)
-        out = tmp / "export.npz"
-        seconds, _ = timed(lambda: bpy.ops.smpl_ik.export_motion(filepath=str(out), frame_start=1,
-                                                                   frame_end=args.frames, up_axis="Z"))
-        runs["export"].append(seconds)
-        if run == 0:
-            with np.load(out) as d:
-                errors = {"rotation_rad_max": rotation_error(d["poses"], poses),
-                          "trans_m_max": float(np.abs(d["trans"] - trans).max())}
-        limit = arm.pose.bones["left_elbow"].constraints.new("LIMIT_ROTATION")
-        limit.use_limit_x = True
-        seconds, _ = timed(lambda: bpy.ops.smpl_ik.export_motion(filepath=str(out), frame_start=1,
-                                                                   frame_end=args.evaluated_frames))
-        runs["export_evaluated"].append(seconds)
-        fresh_scene(bpy, 30)
-        seconds, _ = timed(lambda: import_clip(bpy, fast))
-        runs["import_resampled"].append(seconds)
-        print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in runs.items()))
+    runs, errors = measure(bpy, args.frames, args.runs, args.evaluated_frames, print_run)
     frames = {"import": args.frames, "import_resampled": args.frames, "export": args.frames,
               "export_evaluated": args.evaluated_frames}
     result = {"frames": args.frames, "evaluated_frames": args.evaluated_frames, "runs": args.runs,
@@ -124,12 +56,11 @@ def main(argv=None):
     result["import_resampled"]["keys"] = args.frames // 4
     result["round_trip"] = {"rotation_urad_max": round(errors["rotation_rad_max"] * 1e6, 3),
                             "trans_um_max": round(errors["trans_m_max"] * 1e6, 3)}
-    labels = {"import": "import, keys at the file's 30 fps", "import_resampled": "import, 120 fps resampled to 30",
-              "export": "export from keys", "export_evaluated": "export evaluated frame by frame"}
-    for name, label in labels.items():
+    for name, label in LABELS.items():
         r = result[name]
         print(f"{label:34s} {frames[name]:6d} frames in {r['seconds_median']:.3f} s: {r['frames_per_s']:,} frames/s")
-    print(f"round trip: rotations within {errors['rotation_rad_max']:.2e} rad, trans within {errors['trans_m_max']:.2e} m")
+    print(f"round trip: rotations within {errors['rotation_rad_max']:.2e} rad, "
+          f"trans within {errors['trans_m_max']:.2e} m")
     write_json(args.json, result)
     print(f"wrote {args.json}")
 

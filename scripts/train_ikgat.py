@@ -4,7 +4,7 @@
 
 --data is a file from scripts/build_dataset.py; by default out/training_smpl.npz, built from
 ../shared/data/mocap/cmu_train and cmu_varied on first use. Whole clips listed in
-models/training/loop.py are held out for validation. Presets: `smoke` (CI, under a minute),
+models/training/clips.py are held out for validation. Presets: `smoke` (CI, under a minute),
 `full` (a time budget on 2 CPU cores, see --minutes; the shipped weights started there and
 were continued with --init, as their JSON record says). Each training pose gets a random body
 (one of the open bodies, a random shape, bone lengths varied), mirroring and heading; limbs and trunk are swapped between frames (--swap), single
@@ -17,21 +17,21 @@ computing what they compute.
 """
 import argparse
 import json
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat  # noqa: E402
-from models.training.ikgat import IkGatTorch, grown_from_v1  # noqa: E402
-from models.ik.nn import prepare  # noqa: E402
-from models.core.rotations import geodesic_angle  # noqa: E402
-from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, geodesic,  # noqa: E402
-                                   initialise, load_pose_data, run_config, sample_batch, train, training_arguments)
+from models.ik.ikgat import DEFAULT_WEIGHTS, IkGat
+from models.training.ikgat import IkGatTorch, grown_from_v1
+from models.ik.nn import prepare
+from models.core.rotations import geodesic_angle
+from models.training.batches import Augmentation, TorchBody, fk, sample_batch
+from models.training.data import ensure_data, load_pose_data
+from models.training.loop import (TrainerDefaults, TrainingRun, finish, initialise, run_config,
+                                  train, training_arguments)
+from models.training.rotations import geodesic
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 2e-3, "max_steps": 150},
@@ -89,9 +89,10 @@ def evaluate(model, data, body, frames=2000, seed=1, noise=(0.0, 0.02)):
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap = training_arguments(ap, PRESETS, DEFAULT_WEIGHTS, jitter=0.05)
+    ap = training_arguments(ap, PRESETS, DEFAULT_WEIGHTS, TrainerDefaults(jitter=0.05))
     ap.add_argument("--noise", type=float, default=0.6,
                     help="share of the training poses with noise on their joint positions (default 0.6)")
     ap.add_argument("--noise-cm", type=float, default=6.0,
@@ -123,9 +124,9 @@ def main(argv=None):
         return geodesic(pred, rot).mean() + 2.0 * fk_loss(pred, rot, rest)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
-    finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body),
-           dict(augment.record(), noise=args.noise, noise_cm=args.noise_cm, noise_floor_cm=NOISE_FLOOR * 100),
-           before)
+    finish(model, args, cfg, TrainingRun(
+        train_set, steps, seconds, losses, evaluate(model, val, body),
+        dict(augment.record(), noise=args.noise, noise_cm=args.noise_cm, noise_floor_cm=NOISE_FLOOR * 100)), before)
 
 
 if __name__ == "__main__":

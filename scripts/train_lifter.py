@@ -3,7 +3,7 @@ weights plus a JSON record.
 
     python scripts/train_lifter.py [--preset smoke|full] [--data FILE] [--out FILE] [--width 512] [--blocks 2]
 
-Poses, bodies and augmentation are the other trainers' (models/training/loop.py: the same
+Poses, bodies and augmentation are the other trainers' (models/training/batches.py: the same
 clips held out). Each pose's keypoints (the joints, and the open neutral body's face, heel,
 toe and finger points scaled to the body's height) are seen through a random camera
 (models.training.lifter.Views: elevation, roll, distance, off-axis, a wrong focal length),
@@ -13,21 +13,21 @@ MPJPE and PA-MPJPE (mm) and the depth error (mm, along the camera's axis) on the
 clips, by kind of motion, with exact keypoints and with 3% noise.
 """
 import argparse
-import sys
-from pathlib import Path
+import logging
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.body.model import load_body_model  # noqa: E402
-from models.core.metrics import procrustes_error  # noqa: E402
-from models.photo.lifter import DEFAULT_LIFTER_WEIGHTS, NUM_KEYPOINTS  # noqa: E402
-from models.training.lifter import LifterTorch, Views, keypoint_points, mpjpe, training_views  # noqa: E402
-from models.training.loop import (VALIDATION_LOCOMOTION, Augmentation, TorchBody, ensure_data, finish,  # noqa: E402
-                                  initialise, load_pose_data, run_config, sample_batch, train, training_arguments)
+from models.body.model import load_body_model
+from models.core.metrics import procrustes_error
+from models.photo.keypoints import body_points
+from models.photo.lifter import DEFAULT_LIFTER_WEIGHTS, NUM_KEYPOINTS
+from models.training.lifter import LifterTorch, Views, keypoint_points, mpjpe, training_views
+from models.training.batches import Augmentation, TorchBody, sample_batch
+from models.training.clips import VALIDATION_LOCOMOTION
+from models.training.data import ensure_data, load_pose_data
+from models.training.loop import (TrainerDefaults, TrainingRun, finish, initialise, run_config,
+                                  train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 150},
@@ -38,11 +38,9 @@ PRESETS = {
 def keypoint_table():
     """(owners (K,) long, offsets (K, 3), height) of the lifter's keypoints on the open
     neutral body at rest (models.photo.fit's body points)."""
-    from models.photo.fit import _body_points
-
     body = load_body_model()
     rest = body.rest_joints(np.zeros(body.shapedirs.shape[-1]))
-    points, kept = _body_points(rest, body, None)
+    points, kept = body_points(rest, body, None)
     if len(kept) != NUM_KEYPOINTS:
         raise SystemExit(f"the open body lacks keypoint landmarks: {len(kept)} of {NUM_KEYPOINTS}")
     height = float(rest[:, 1].max() - rest[:, 1].min())
@@ -66,7 +64,7 @@ def evaluate(model, val, body, table, views, batches=8, size=512):
             with torch.no_grad():
                 for _ in range(batches):
                     rot, rest = sample_batch(part, body, size, gen, Augmentation())
-                    pos, points = keypoint_points(rot, rest, *table)
+                    pos, points = keypoint_points(rot, rest, table)
                     x, target = training_views(pos, points, gen, seen_views)
                     pred = model(x)
                     errors.append(float(mpjpe(pred, target)))
@@ -80,9 +78,10 @@ def evaluate(model, val, body, table, views, batches=8, size=512):
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, bend=0.1)   # bent-over, reaching poses are few
+    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, TrainerDefaults(bend=0.1))   # bent-over, reaching poses are few
     ap.add_argument("--width", type=int, default=512, help="hidden width (default 512)")
     ap.add_argument("--blocks", type=int, default=2, help="residual blocks (default 2)")
     ap.add_argument("--landmark-spread", type=float, default=0.0,
@@ -100,13 +99,14 @@ def main(argv=None):
 
     def batch_loss(gen):
         rot, rest = sample_batch(train_set, body, cfg["batch"], gen, augment)
-        pos, points = keypoint_points(rot, rest, *table, spread=args.landmark_spread, gen=gen)
+        pos, points = keypoint_points(rot, rest, table, spread=args.landmark_spread, gen=gen)
         x, target = training_views(pos, points, gen, views)
         return mpjpe(model(x), target)
 
     steps, seconds, losses = train(model, batch_loss, cfg, args.seed)
-    finish(model, args, cfg, train_set, steps, seconds, losses, evaluate(model, val, body, table, views),
-           dict(augment.record(), views=views.record(), landmark_spread=args.landmark_spread), before)
+    finish(model, args, cfg, TrainingRun(
+        train_set, steps, seconds, losses, evaluate(model, val, body, table, views),
+        dict(augment.record(), views=views.record(), landmark_spread=args.landmark_spread)), before)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python scripts/train_smplik.py [--preset smoke|full] [--data FILE] [--out FILE]
 
 --data is a file from scripts/build_dataset.py (default out/training_smpl.npz, built from
-../shared/data/mocap/cmu_train and cmu_varied on first use); whole clips listed in models/training/loop.py
+../shared/data/mocap/cmu_train and cmu_varied on first use); whole clips listed in models/training/clips.py
 are held out for validation. Each training pose gets a random body (one of the open bodies, a random shape, bone lengths
 varied), mirroring, a random
 heading and position, and a random set of 3-12 effectors (the first a position, the others
@@ -14,24 +14,21 @@ whole poses; --jitter also sets single joints to rest or turns them further, and
 turns bones further with their twist kept.
 """
 import argparse
-import sys
-from pathlib import Path
+import logging
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.ik.nn import prepare  # noqa: E402
-from models.core.rotations import geodesic_angle  # noqa: E402
-from models.ik.effectors import KINDS, EncodedEffectors  # noqa: E402
-from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk  # noqa: E402
-from models.training.effectors import MAX_EFFECTORS, make_effectors  # noqa: E402
-from models.training.smplik import SmplIkTorch, training_loss  # noqa: E402
-from models.training.loop import (Augmentation, TorchBody, ensure_data, finish, fk, initialise,  # noqa: E402
-                                   load_pose_data, only_joint_rows, only_joints_argument, placed_batch, run_config,
-                                   train, training_arguments)
+from models.ik.nn import prepare
+from models.core.rotations import geodesic_angle
+from models.ik.effectors import KINDS, EncodedEffectors
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
+from models.training.effectors import MAX_EFFECTORS, make_effectors
+from models.training.smplik import SmplIkTorch, training_loss
+from models.training.batches import Augmentation, TorchBody, fk, placed_batch
+from models.training.data import ensure_data, load_pose_data
+from models.training.loop import (TrainingRun, finish, initialise, only_joint_rows,
+                                  only_joints_argument, run_config, train, training_arguments)
 
 PRESETS = {
     "smoke": {"minutes": 1.0, "batch": 64, "lr": 1e-3, "max_steps": 150},
@@ -57,6 +54,7 @@ def evaluate(model, data, body, frames=1000, seed=1):
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--six-share", type=float, default=0.5,
@@ -76,8 +74,8 @@ def main(argv=None):
     augment = Augmentation.from_args(args)
 
     def batch_loss(gen):
-        rot, rest, _, world, pos = placed_batch(train_set, body, cfg["batch"], gen, augment)
-        return training_loss(model, rot, rest, world, pos, make_effectors(world, pos, gen, args.six_share),
+        batch = placed_batch(train_set, body, cfg["batch"], gen, augment)
+        return training_loss(model, batch, make_effectors(batch.world, batch.pos, gen, args.six_share),
                              args.joint_weight)
 
     steps, seconds, history = train(model, batch_loss, cfg, args.seed, rows)
@@ -85,7 +83,8 @@ def main(argv=None):
              "six_point_share": args.six_share, "joint_weight": args.joint_weight, **augment.record()}
     if args.only_joints:
         extra["only_joints"] = list(args.only_joints)
-    finish(model, args, cfg, train_set, steps, seconds, history, evaluate(model, val, body), extra, before)
+    finish(model, args, cfg, TrainingRun(train_set, steps, seconds, history, evaluate(model, val, body), extra),
+           before)
 
 if __name__ == "__main__":
     main()

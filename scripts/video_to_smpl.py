@@ -21,35 +21,13 @@ output and the others still run; the exit status is 1 if any file failed.
 """
 import argparse
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models.motion.batch import JobResult  # noqa: E402
-from models.photo.video import (MAX_HEIGHT_M, MIN_HEIGHT_M, VideoJob, VideoOptions, find_video_files,  # noqa: E402
-                                 run_video_job)
-from retarget import add_batch_options, check_batch_options, run_batch  # noqa: E402
-
-
-def make_jobs(args):
-    found, missing = find_video_files(args.inputs)
-    out = Path(args.out)
-    failures = [JobResult(source=i, output="", ok=False, error=e) for i, e in missing]
-    jobs, claimed = [], {}
-    options = VideoOptions(temporal=not args.per_frame, smooth=not args.no_smooth, lock_feet=not args.no_lock,
-                           focal_px=args.focal_px, fov_deg=args.fov, fit_shape=args.fit_shape, height_m=args.height)
-    for src, relative in found:
-        target = out / relative.with_suffix(".npz")
-        if target in claimed:
-            failures.append(JobResult(source=str(src), output=str(target), ok=False,
-                                      error=f"same output as {claimed[target]}; rename one of them"))
-            continue
-        claimed[target] = src
-        jobs.append(VideoJob(source=str(src), output=str(target), frame_start=args.frame_start,
-                             frame_end=args.frame_end, step=args.step, person=args.person, body=args.body or "",
-                             options=options, overwrite=args.overwrite))
-    return jobs, failures
+from benchmarks.cli import add_batch_options, check_batch_options, run_batch_as_asked
+from models.core.files import find_files
+from models.motion.batch import output_paths
+from models.photo.video import MAX_HEIGHT_M, MIN_HEIGHT_M, VideoOptions
+from models.photo.video_job import VideoJob, run_video_job
+from models.photo.video_reader import VIDEO_SUFFIXES
 
 
 def summary(results, stream=sys.stdout):
@@ -100,8 +78,14 @@ def main(argv=None):
     if args.height is not None and not MIN_HEIGHT_M <= args.height <= MAX_HEIGHT_M:
         ap.error(f"--height {args.height:g}: a person's height is between {MIN_HEIGHT_M:g} and {MAX_HEIGHT_M:g} metres")
 
-    jobs, failures = make_jobs(args)
-    results = run_batch(jobs, failures, args, work=run_video_job)
+    search = find_files(args.inputs, VIDEO_SUFFIXES, kind="video")
+    pairs, failures = output_paths([(f.path, f.relative) for f in search.found], args.out, search.missing)
+    options = VideoOptions(temporal=not args.per_frame, smooth=not args.no_smooth, lock_feet=not args.no_lock,
+                           focal_px=args.focal_px, fov_deg=args.fov, fit_shape=args.fit_shape, height_m=args.height)
+    jobs = [VideoJob(source=str(src), output=str(target), frame_start=args.frame_start, frame_end=args.frame_end,
+                     step=args.step, person=args.person, body=args.body or "", options=options,
+                     overwrite=args.overwrite) for src, target in pairs]
+    results = run_batch_as_asked(jobs, failures, args, work=run_video_job)
     summary(results)
     return 0 if results and not any(r.failed for r in results) else 1
 

@@ -1,4 +1,6 @@
 """Properties stored on objects: `obj.smpl_ik` marks an SMPL-IK body and holds its shape."""
+import logging
+
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -15,6 +17,7 @@ from ...models.core.errors import SmplIkError
 from ..com.blender import object_properties_factory
 from .build import SHAPE_KEY_RANGE, apply_shape
 
+log = logging.getLogger(__name__)
 _updating = False  # apply_shape writes betas back on refusal; that must not recurse
 
 
@@ -28,7 +31,7 @@ def _betas_changed(self, context):
         self.status = ""
     except SmplIkError as exc:
         self.status = str(exc)
-        print(f"SMPL-IK: {exc}")
+        log.warning("SMPL-IK: %s", exc)
     finally:
         _updating = False
 

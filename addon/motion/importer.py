@@ -112,8 +112,8 @@ def _placed_on_floor(arm, body, poses, trans, motion, options, floor_height, til
     if tilt > bridge.FLOOR_TILT:
         return trans, None, (f"{arm.name} is tilted {math.degrees(tilt):.1f} degrees from upright, so no level "
                              "floor lies under it: heights kept as in the file")
-    lowest = floor.lowest_point(body, np.array(arm.smpl_ik.applied_betas[:]), poses, trans, "Y",
-                                rest_joints=bridge.from_blender(bridge.bone_heads(arm)))
+    measure = floor.LowestPointOptions(up_axis="Y", rest_joints=bridge.from_blender(bridge.bone_heads(arm)))
+    lowest = floor.lowest_point(body, np.array(arm.smpl_ik.applied_betas[:]), poses, trans, measure)
     placed = floor.place_on_floor(lowest, floor_height, options.floor, motion.floor_height)
     return trans + [0.0, placed.shift, 0.0], placed, placed.note
 

@@ -8,7 +8,7 @@ from ...models.core.errors import SmplIkError
 from ...models.ik.from_joints import DEFAULT_FPS, GAP_FILL_SECONDS, JointOptions
 from ...models.motion import floor
 from ...models.motion.joints import LAYOUTS, SUFFIXES
-from ...models.motion.retarget import LENGTH_UNITS
+from ...models.motion.units import LENGTH_UNITS
 from ..com.blender import progress_bar
 from ..com.objects import target_body
 from .exporter import ExportOptions, export_motion

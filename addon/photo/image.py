@@ -159,7 +159,7 @@ def _fit_people(people, arm, options, camera, name):
     """The _Posed people, in order: the person asked for, or with all_people everyone who can
     be fitted (the others left out with a note). The first fitted one gets `arm` (a new open
     neutral body when None), the others new open bodies of its gender. Returns (posed, notes)."""
-    from ...models.photo.fit import fit_to_image
+    from ...models.photo.fit import FitOptions, fit_to_image
 
     zeros = np.zeros(NUM_BETAS)
 
@@ -175,7 +175,7 @@ def _fit_people(people, arm, options, camera, name):
         target, body, betas, rest = new_body() if posed else first
         try:
             fit = fit_to_image(people[index], rest, camera, body=body, betas=betas,
-                               min_visibility=options.min_visibility)
+                               options=FitOptions(min_visibility=options.min_visibility))
         except SmplIkError as exc:
             if not options.all_people:
                 raise SmplIkError(f"{name}: person {index + 1}: {exc}") from None
@@ -259,7 +259,7 @@ def pose_from_image(context, arm, options):
     or too large, nobody is found, the person asked for is not there or cannot be fitted."""
     from ...models.photo.camera import camera_for_image
     from ...models.photo.detect import detect_people
-    from ...models.photo.fit import photo_scene
+    from ...models.photo.scene import photo_scene
 
     if (problem := detector_problem()) is not None:
         raise SmplIkError(problem)

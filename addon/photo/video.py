@@ -109,7 +109,8 @@ def pose_from_video_steps(context, arm, options):
     it ends makes nothing. SmplIkError, with the scene as it was, for a file that is not a
     video, a video with no frames or nobody in it, a person beyond those found."""
     from ...models.motion.amass import MotionFile
-    from ...models.photo.video import video_path, video_scene, video_steps
+    from ...models.photo.video import VideoClip, video_scene, video_steps
+    from ...models.photo.video_reader import video_path
 
     if (problem := detector_problem()) is not None:
         raise SmplIkError(problem)
@@ -121,7 +122,7 @@ def pose_from_video_steps(context, arm, options):
     else:
         body, body_path, betas = body_model_of(arm), arm.smpl_ik.body_path, np.array(arm.smpl_ik.applied_betas[:])
     end = None if options.frame_end < 0 else options.frame_end + 1
-    steps = video_steps(path, options.frame_start, end, options.step, options.person - 1, body, betas,
+    steps = video_steps(path, VideoClip(options.frame_start, end, options.step, options.person - 1), body, betas,
                         _video_options(options, arm is None))
     try:
         while True:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...models.core.errors import SmplIkError
-from ...models.ik.smplik import ALTERNATIVES_SEED, SolveOptions, load_smplik
+from ...models.ik.options import ALTERNATIVES_SEED, SampleOptions
+from ...models.ik.smplik import load_smplik
 from ..com import bridge, live
 from .effectors import core_effectors, effectors_of
 from .solving import giving_way, kept_pose, reach_message, refine_options, remember_misses, require_flow, set_status
@@ -65,9 +66,9 @@ def _new_alternatives(arm, objs, signature, count, variation, channels, rest):
     axes = bridge.bone_axes(arm)
     on_screen = bridge.read_pose(arm, axes)
     effectors = core_effectors(arm, objs, give_way=giving_way(arm, signature))
-    options = SolveOptions(refine=refine_options(arm) if arm.smpl_ik.refine else None, current_pose=on_screen)
-    samples = load_smplik().sample(effectors, rest, count=count, seed=ALTERNATIVES_SEED, temperature=variation,
-                                   options=options)
+    options = SampleOptions(count=count, seed=ALTERNATIVES_SEED, temperature=variation,
+                            refine=refine_options(arm) if arm.smpl_ik.refine else None, current_pose=on_screen)
+    samples = load_smplik().sample(effectors, rest, options)
     last = kept_pose(arm, on_screen, rest)
     before = last if not isinstance(last, tuple) else None
     return Alternatives(signature=signature, count=count, variation=variation, rest=rest,

@@ -21,7 +21,8 @@ from ...models.core.errors import SmplIkError
 from ...models.ik.cost import BodyParts
 from ...models.ik.flow import DEFAULT_FLOW_WEIGHTS
 from ...models.ik.refine import RefineOptions
-from ...models.ik.smplik import DEFAULT_MODE, SolveOptions, load_smplik
+from ...models.ik.options import DEFAULT_MODE, SolveOptions
+from ...models.ik.smplik import load_smplik
 from ..com import bridge, live
 from ..body.build import body_model_of
 from .effectors import core_effectors, effectors_of
@@ -110,7 +111,7 @@ def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refin
     """Solve the body from effector objects without writing anything; returns the IkSolution.
     dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
     with Keep Pose While Dragging and the generative weights it is kept
-    (models.ik.smplik.SolveOptions.keep: carried along the network's answer, its latent the
+    (models.ik.options.SolveOptions.keep: carried along the network's answer, its latent the
     fallback start), else refined from the pose on screen). give_way: names of the pins that
     give way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot,
     trans) of the pose on screen, whose feet Plant Feet keeps (default: read from the bones).

@@ -17,11 +17,8 @@ from ..core.errors import SmplIkError
 from ..core.npz import read_npz
 from .model import NUM_BETAS
 
-# kg / m^3: the whole body's mean density, air in the lungs included, which is what a surface
-# mesh's volume holds. SHAPY (Choutas et al., "Accurate 3D Body Shape Regression using Metric
-# and Semantic Attributes", CVPR 2022) turns SMPL-X volumes into weights with 985, as do
-# later SMPL tools from the same lab; people float, so it sits just under water's 1000.
-DENSITY = 985.0
+# kg / m^3: the whole body's mean density, lungs' air included, as SHAPY (CVPR 2022) uses it.
+DENSITY = 985.0   # (docs/training_log.md, "Body density")
 BETA_LIMIT = 10.0          # |beta| the fit may use: the add-on's shape keys span +-10
 HEIGHT_TOLERANCE = 1e-5    # metres: the fit stops well under 1 mm ...
 WEIGHT_TOLERANCE = 1e-3    # kg: ... and well under 0.1 kg from its targets

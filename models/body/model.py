@@ -2,16 +2,12 @@
 open body, then compute rest joints, shaped vertices and posed vertices in numpy.
 
 Files: `.npz` read with `allow_pickle=False`, or the official `.pkl` read through a restricted
-unpickler that needs neither chumpy nor scipy. SMPL-H/SMPL-X are reduced to SMPL's 24-joint
-layout: their 22 shared body joints, plus a hand joint at the middle finger's base that takes
-over the weights of every finger (and, for SMPL-X, the jaw and eyes go to the head).
+unpickler that needs neither chumpy nor scipy (`smpl_pkl`). SMPL-H/SMPL-X are reduced to SMPL's
+24-joint layout: their 22 shared body joints, plus a hand joint at the middle finger's base that
+takes over the weights of every finger (and, for SMPL-X, the jaw and eyes go to the head).
 """
 import functools
-import io
 import os
-import pickle
-import re
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +18,10 @@ from ..core.kinematics import AttachedPoints, forward_kinematics, linear_blend_s
 from ..core.npz import read_npz
 from ..core.rotations import axis_angle_to_matrix
 from ..core.skeleton import (
-    FIRST_FINGER_JOINT, JOINT_COUNT_TO_KIND, KIND_LABEL, MIDDLE_FINGER_OFFSET,
-    JOINT_INDEX, JOINT_NAMES, NUM_BODY_JOINTS_SHARED, NUM_JOINTS, PARENTS,
+    FEET, FIRST_FINGER_JOINT, JOINT_COUNT_TO_KIND, KIND_LABEL, MIDDLE_FINGER_OFFSET,
+    JOINT_NAMES, NUM_BODY_JOINTS_SHARED, NUM_JOINTS, PARENTS, indices,
 )
+from .smpl_pkl import read_pkl_arrays
 
 NUM_BETAS = 10
 GENDERS = ("neutral", "female", "male")
@@ -37,8 +34,12 @@ def open_body_path(gender="neutral"):
     if key not in GENDERS:
         raise SmplIkError(f"unknown gender {gender!r}; expected one of {', '.join(GENDERS)}")
     return OPEN_BODY_PATH.with_name(f"open_smpl_{key}.npz")
+
+
+# The arrays every SMPL-family file has and a body model needs (smplx's names).
 REQUIRED_ARRAYS = ("v_template", "shapedirs", "posedirs", "J_regressor", "weights",
                    "kintree_table", "f")
+# The open body's landmark vertices, named as smplx's vertex_ids name them.
 LANDMARK_NAMES = (
     "nose", "reye", "leye", "rear", "lear",
     "rthumb", "rindex", "rmiddle", "rring", "rpinky",
@@ -48,178 +49,6 @@ LANDMARK_NAMES = (
 
 
 # --- reading files -------------------------------------------------------------------------
-
-class _Unreadable(ValueError):
-    """Why a pickled body file's content is not read, in our own words."""
-
-
-class _ChumpyArray:
-    """Stands in for a pickled chumpy object; keeps its value array (state key 'x')."""
-
-    def __setstate__(self, state):
-        self.value = state.get("x") if isinstance(state, dict) else None
-
-
-class _SparseMatrix:
-    """Stands in for a pickled scipy.sparse CSC/CSR matrix; converts itself to dense."""
-
-    fmt = None
-
-    def __setstate__(self, state):
-        self.state = state
-
-    def to_dense(self):
-        s = self.state
-        shape = tuple(int(n) for n in (s.get("_shape") or s.get("shape")))
-        data, indices, indptr = (np.asarray(_plain(s[k])) for k in ("data", "indices", "indptr"))
-        if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or data.dtype.kind not in "biuf":
-            raise _Unreadable("the sparse matrix's arrays are not numbers")
-        dense = np.zeros(shape, dtype=np.float64)
-        outer = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-        if self.fmt == "csc":
-            np.add.at(dense, (indices, outer), data)
-        else:
-            np.add.at(dense, (outer, indices), data)
-        return dense
-
-
-class _CSC(_SparseMatrix):
-    fmt = "csc"
-
-
-class _CSR(_SparseMatrix):
-    fmt = "csr"
-
-
-# numpy's own unpickling hands a pickled dtype's state (byte order, fields, sizes, flags) to
-# its C code unchecked, and damaged state crashes the interpreter (found by the readers'
-# property tests). So arrays, dtypes and scalars are stood in for here: only a dtype's type
-# code and byte order are kept, and arrays of plain numbers or text are built from their
-# shape and bytes with np.frombuffer. Anything else (object arrays) reads as unreadable,
-# which matters only when a body array is one.
-_PLAIN_CODE = re.compile(r"[biufUS]\d{1,3}")
-
-
-class _PickledDtype:
-    def __init__(self, code=None, align=False, copy=True):
-        self.code, self.order = code, "="
-
-    def __setstate__(self, state):
-        if isinstance(state, tuple) and len(state) > 1 and state[1] in ("<", ">", "|", "="):
-            self.order = state[1]
-
-    def to_numpy(self):
-        try:
-            if not isinstance(self.code, str) or not _PLAIN_CODE.fullmatch(self.code):
-                raise TypeError
-            dtype = np.dtype(self.code)
-        except TypeError:   # not a code, or one numpy does not know ('f3')
-            raise _Unreadable(f"an array of {self.code!r} values, not plain numbers") from None
-        return dtype.newbyteorder(self.order) if self.order in "<>" else dtype
-
-
-class _PickledArray:
-    value = None
-    error = "an array without data"
-
-    def __setstate__(self, state):
-        try:
-            self.value, self.error = _array_from_state(state), None
-        except (TypeError, ValueError, OverflowError, MemoryError) as exc:
-            self.value, self.error = None, _own_words(exc, "an array that cannot be rebuilt")
-
-
-def _array_from_state(state):
-    """An ndarray from a pickled ndarray's state (version, shape, dtype, fortran, data)."""
-    if not isinstance(state, tuple) or len(state) not in (4, 5):
-        raise _Unreadable("not an array's pickled state")
-    shape, dtype, fortran, data = state[-4:]
-    if not isinstance(dtype, _PickledDtype):
-        raise _Unreadable("an array without a dtype")
-    dtype = dtype.to_numpy()
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) and 0 <= n < 2 ** 40 for n in shape):
-        raise _Unreadable(f"an array of shape {shape!r}")
-    if isinstance(data, str):   # Python 2 pickles: bytes as latin-1 text
-        data = data.encode("latin-1")
-    if not isinstance(data, (bytes, bytearray)):
-        raise _Unreadable("an array whose data are not bytes")
-    count = 1
-    for n in shape:
-        count *= n
-    if len(data) != count * dtype.itemsize:
-        raise _Unreadable(f"an array of shape {shape} with {len(data)} bytes of {dtype}")
-    array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
-    return array.astype(dtype.newbyteorder("="))   # a writable copy in native byte order
-
-
-def _reconstruct(cls, *args):
-    if cls is not _PickledArray:
-        raise _Unreadable("refusing to reconstruct anything but a numpy array")
-    return _PickledArray()
-
-
-def _scalar(dtype, data=None):
-    if not isinstance(dtype, _PickledDtype):
-        raise _Unreadable("a numpy scalar without a dtype")
-    try:
-        return _array_from_state((1, (), dtype, False, data))[()]
-    except ValueError:
-        return None   # a scalar we do not read (an object); no body array is one
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Loads official SMPL-family pickles while refusing to import anything else."""
-
-    _STAND_INS = {
-        ("numpy.core.multiarray", "_reconstruct"): _reconstruct, ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
-        ("numpy.core.multiarray", "scalar"): _scalar, ("numpy._core.multiarray", "scalar"): _scalar,
-        ("numpy", "ndarray"): _PickledArray, ("numpy", "dtype"): _PickledDtype,
-    }
-    _ALLOWED = {
-        ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"), ("builtins", "object"),
-        ("builtins", "set"), ("builtins", "frozenset"),
-        ("_codecs", "encode"),  # how protocol-2 pickles written by Python 3 store bytes
-    }
-    _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
-
-    def find_class(self, module, name):
-        module = self._PY2_MODULES.get(module, module)
-        if module.split(".")[0] == "chumpy":
-            return _ChumpyArray
-        if module.startswith("scipy.sparse") and name in ("csc_matrix", "csr_matrix"):
-            return _CSC if name == "csc_matrix" else _CSR
-        if (module, name) in self._STAND_INS:
-            return self._STAND_INS[(module, name)]
-        if (module, name) in self._ALLOWED:
-            return super().find_class(module, name)
-        raise _Unreadable(f"refusing to load {module}.{name}")
-
-
-def _plain(value):
-    """A pickled value as numpy data: chumpy and sparse stand-ins give their arrays."""
-    if isinstance(value, _ChumpyArray):
-        value = value.value
-    if isinstance(value, _SparseMatrix):
-        return value.to_dense()
-    if isinstance(value, _PickledArray):
-        if value.error:
-            raise _Unreadable(value.error)
-        return value.value
-    return value
-
-
-# What unpickling damaged bytes through the restricted unpickler can raise: besides the
-# unpickler's own errors, the few constructors it allows (numpy's array reconstruction,
-# copyreg, sets, codecs) fail with whatever their arguments provoke.
-PICKLE_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, LookupError,
-                 MemoryError, OverflowError, RecursionError, struct.error)
-
-
-def _own_words(exc, otherwise):
-    """exc's message when it is one of ours (_Unreadable), else `otherwise`: the words of
-    pickle's and numpy's own errors change between versions and mean nothing to an artist."""
-    return str(exc) if isinstance(exc, _Unreadable) and str(exc) else otherwise
-
 
 def read_body_arrays(path):
     """Read the arrays of an SMPL-family file (.npz or .pkl) into a dict of numpy arrays.
@@ -240,26 +69,7 @@ def read_body_arrays(path):
                 raise SmplIkError(f"{path}: a required array is stored as pickled objects") from None
             raise
     elif suffix == ".pkl":
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise SmplIkError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        try:
-            raw = _RestrictedUnpickler(io.BytesIO(raw), encoding="latin1").load()
-            if not isinstance(raw, dict):
-                raise SmplIkError(f"{path}: expected a dictionary of arrays, found {type(raw).__name__}")
-            arrays = {}
-            for k, v in raw.items():
-                if k in REQUIRED_ARRAYS:
-                    try:
-                        arrays[k] = _plain(v)
-                    except (KeyError, TypeError, ValueError, IndexError, AttributeError, MemoryError,
-                            OverflowError) as exc:
-                        raise SmplIkError(f"{path}: array '{k}' is not readable "
-                                          f"({_own_words(exc, 'its values do not make an array')})") from None
-        except PICKLE_ERRORS as exc:
-            raise SmplIkError(f"{path}: not a readable body model file "
-                              f"({_own_words(exc, 'not a pickle of arrays, or a damaged one')})") from None
+        arrays = read_pkl_arrays(path, REQUIRED_ARRAYS)
     else:
         raise SmplIkError(f"{path}: unsupported body model format {suffix!r} (use .npz or .pkl)")
     missing = [k for k in REQUIRED_ARRAYS if k not in arrays or arrays[k] is None]
@@ -451,8 +261,7 @@ class BodyModel:
         owner = self.weights.argmax(1)
         across = np.abs(verts[:, 0] - rest[0, 0])                             # from the midline
         joints, offsets, names = [], [], []
-        for side, ankle, foot in (("left", JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]),
-                                  ("right", JOINT_INDEX["right_ankle"], JOINT_INDEX["right_foot"])):
+        for side, (ankle, foot) in zip(("left", "right"), (indices(pair) for pair in FEET)):
             low = verts[:, 1] < verts[(owner == ankle) | (owner == foot), 1].min() + 0.02
             heel = np.flatnonzero(low & (owner == ankle))
             toes = np.flatnonzero(low & (owner == foot))

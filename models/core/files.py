@@ -77,11 +77,12 @@ class FileSearch:
     missing: tuple
 
 
-def find_files(inputs, suffixes):
+def find_files(inputs, suffixes, kind=None):
     """The files that command-line `inputs` name, each input being a file (taken whatever its
     suffix), a folder (searched recursively for files ending in one of `suffixes`, such as
     ('.bvh',), in any case) or a glob ('mocap/**/*.bvh', with ** reaching into sub-folders;
-    the files it matches). Returns a FileSearch."""
+    the files it matches). kind: what a folder with none of them is said to lack ("video":
+    "folder has no video files"; None: the suffixes). Returns a FileSearch."""
     suffixes = tuple(s.lower() for s in suffixes)
     found, missing = [], []
     for item in inputs:
@@ -90,7 +91,7 @@ def find_files(inputs, suffixes):
             files = sorted(f for f in p.rglob("*") if f.suffix.lower() in suffixes and f.is_file())
             found += [FoundFile(f, f.relative_to(p)) for f in files]
             if not files:
-                named = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
+                named = kind or (", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0])
                 missing.append((str(item), f"folder has no {named} files"))
         elif p.is_file():
             found.append(FoundFile(p, Path(p.name)))

@@ -47,14 +47,15 @@ def acceleration_error(p, g):
 
 
 def foot_skating(feet, contact, up=(0.0, 1.0, 0.0)):
-    """How far feet slide while in contact: the mean horizontal distance (across `up` (3,))
-    a foot point (feet (T, K, 3)) moves from one frame to the next where `contact` (T, K)
-    bool says it is in contact on both; in the positions' unit per frame. NaN positions
-    (missing frames) leave their steps out; NaN when no step is left."""
+    """How far feet slide while in contact: the mean horizontal distance (across `up` (3,);
+    None: the whole distance) a foot point (feet (T, K, 3)) moves from one frame to the next
+    where `contact` (T, K) bool says it is in contact on both; in the positions' unit per
+    frame. NaN positions (missing frames) leave their steps out; NaN when no step is left."""
     feet = np.asarray(feet, dtype=np.float64)
-    up = np.asarray(up, dtype=np.float64) / np.linalg.norm(up)
     step = np.diff(feet, axis=0)
-    step = step - (step @ up)[..., None] * up
+    if up is not None:
+        up = np.asarray(up, dtype=np.float64) / np.linalg.norm(up)
+        step = step - (step @ up)[..., None] * up
     both = np.asarray(contact, dtype=bool)
     moved = np.linalg.norm(step, axis=-1)[both[1:] & both[:-1]]
     moved = moved[np.isfinite(moved)]

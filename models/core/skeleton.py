@@ -35,6 +35,11 @@ LEAVES = tuple(j for j in range(NUM_JOINTS) if not CHILDREN[j])         # feet, 
 # PARENT_OR_SELF[j]: j's parent, or the root itself (for gathers that need an index everywhere).
 PARENT_OR_SELF = tuple(max(p, 0) for p in PARENTS)
 
+# Joint groups by name, each with one meaning; `indices(group)` gives their places in JOINT_NAMES.
+FEET = (("left_ankle", "left_foot"), ("right_ankle", "right_foot"))   # per side: (ankle, ball of the foot)
+FOOT_JOINTS = ("left_ankle", "right_ankle", "left_foot", "right_foot")  # every joint of both feet
+SIX_POINTS = ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")  # SMPL-IK's benchmark pins
+
 
 def joint_index(name):
     """Index of an SMPL joint by name; raises SmplIkError listing valid names otherwise."""
@@ -44,6 +49,11 @@ def joint_index(name):
         raise SmplIkError(
             f"unknown SMPL joint {name!r}; valid joints: {', '.join(JOINT_NAMES)}"
         ) from None
+
+
+def indices(names):
+    """(len(names),) tuple: the index of each SMPL joint in `names`, in order."""
+    return tuple(JOINT_INDEX[n] for n in names)
 
 
 def parents_first(parents):

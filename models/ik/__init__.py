@@ -1,1 +1,2 @@
-"""Learned IK in numpy: SMPL-IK (effectors to a pose), IK-GAT (joint positions to rotations), refinement; weights in weights/."""
+"""Learned IK in numpy: SMPL-IK (effectors to a pose), IK-GAT (joint positions to rotations),
+refinement; weights in weights/."""

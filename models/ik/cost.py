@@ -11,7 +11,7 @@
   beyond it) about it, summed. A hanging arm costs nothing; an arm held out sideways costs
   about 15 N m at the shoulder. Segment masses come from the body's volume (`Segments`).
 - excess: how far (radians) each knee and elbow Euler angle is beyond its range
-  (refine.JOINT_LIMITS); refined poses have none.
+  (limits.JOINT_LIMITS); refined poses have none.
 - balance: how far (metres) the whole body's centre of mass is, in the floor plane (the body
   frame's X-Z), outside the support polygon: the convex hull of the soles (`BodyParts.soles`,
   each foot's outline on the rest mesh) of the feet that carry weight (`carrying_feet`: near
@@ -32,14 +32,17 @@ from functools import lru_cache
 import numpy as np
 
 from ..body.measure import DENSITY, mesh_volume   # DENSITY kg / m^3: a body weighs its volume times this
+from ..body.model import load_body_model
 from ..core.errors import SmplIkError
 from ..core.kinematics import AttachedPoints, forward_kinematics
 from ..core.rotations import matrix_to_axis_angle, matrix_to_euler
-from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, PARENTS
+from ..core.skeleton import CHILDREN, FEET, JOINT_INDEX, JOINT_NAMES, PARENTS, indices
+from .geometry import convex_hull, outside_polygon, pair_depths
+from .limits import JOINT_LIMITS
 
 GRAVITY = 9.81       # m / s^2, along the body frame's -Y
 EFFORT_UNIT = 10.0   # N m of holding torque that cost as much as one unit of the prior
-LIMIT_WEIGHT = 100.0
+LIMIT_WEIGHT = 100.0  # cost of a squared radian past a joint range (LIMIT_WEIGHT * sum(excess^2))
 BALANCE_UNIT = 0.01     # metres of the centre of mass outside the support polygon that cost one unit
 COLLISION_UNIT = 0.005  # metres of an arm inside the trunk or a thigh that cost one unit
 
@@ -124,8 +127,6 @@ def prior_cost(local_rot, mean, std):
 
 def limit_excess(local_rot):
     """Sum of squared radians by which knees and elbows are beyond JOINT_LIMITS, (...,)."""
-    from .refine import JOINT_LIMITS
-
     total = np.zeros(local_rot.shape[:-3])
     for lim in JOINT_LIMITS:
         angles = matrix_to_euler(local_rot[..., JOINT_INDEX[lim.joint], :, :], lim.order)
@@ -134,13 +135,28 @@ def limit_excess(local_rot):
     return total
 
 
-def pose_cost(local_rot, trans, rest, segments, mean, std, parts=None, pinned=(False, False), floor=None):
-    """J and its terms for poses (..., 24, 3, 3), trans (..., 3), rest (..., 24, 3):
-    {"cost", "prior", "effort_nm", "limit_excess", "balance_m", "collision_m"}, each (...,).
-    parts: the body's BodyParts for balance and self-collision (None: the open body's scaled
-    to rest, `default_parts`); pinned (left, right) and floor: which feet are pinned and the
-    floor's height, for which feet carry weight (`carrying_feet`; by default the body stands
-    on its lowest feet)."""
+@dataclass(frozen=True)
+class CostOptions:
+    """What pose_cost weighs a pose with: the body's Segments; the prior's mean and std (69,)
+    (the flow's `prior_mean`, `prior_std`); parts, the body's BodyParts for balance and
+    self-collision (None: the open body's scaled to rest, `default_parts`); pinned (left,
+    right) and floor: which feet are pinned and the floor's height, for which feet carry
+    weight (`carrying_feet`; by default the body stands on its lowest feet)."""
+
+    segments: Segments
+    mean: np.ndarray
+    std: np.ndarray
+    parts: object = None
+    pinned: tuple = (False, False)
+    floor: float = None
+
+
+def pose_cost(local_rot, trans, rest, options):
+    """J and its terms for poses (..., 24, 3, 3), trans (..., 3), rest (..., 24, 3), weighed
+    as `options` (a CostOptions) says: {"cost", "prior", "effort_nm", "limit_excess",
+    "balance_m", "collision_m"}, each (...,)."""
+    segments, mean, std = options.segments, options.mean, options.std
+    parts, pinned, floor = options.parts, options.pinned, options.floor
     local_rot = np.asarray(local_rot, dtype=np.float64)
     rest = np.asarray(rest, dtype=np.float64)
     prior = prior_cost(local_rot, mean, std)
@@ -150,7 +166,8 @@ def pose_cost(local_rot, trans, rest, segments, mean, std, parts=None, pinned=(F
         parts = default_parts(rest.reshape(-1, rest.shape[-2], 3)[0])
     outside = balance_distance(local_rot, trans, rest, parts, pinned, floor)
     inside = collision_depth(local_rot, trans, rest, parts).sum(-1)
-    return {"cost": prior + held / EFFORT_UNIT + LIMIT_WEIGHT * excess + outside / BALANCE_UNIT + inside / COLLISION_UNIT,
+    return {"cost": (prior + held / EFFORT_UNIT + LIMIT_WEIGHT * excess + outside / BALANCE_UNIT
+                     + inside / COLLISION_UNIT),
             "prior": prior, "effort_nm": held, "limit_excess": excess, "balance_m": outside, "collision_m": inside}
 
 
@@ -160,8 +177,7 @@ SOLE_DEPTH = 0.02         # metres: the rest mesh's vertices this near a foot's 
 SOLE_DIRECTIONS = 8       # a sole's outline: its extreme points in this many directions
 SUPPORT_HEIGHT = 0.05     # metres: a foot whose sole is this near the lowest foot (or the floor) carries weight
 LIFTED = 0.25             # metres: a pinned foot lifted more than this above the lowest carries none (a kick)
-FEET = (("left_ankle", "left_foot"), ("right_ankle", "right_foot"))
-FOOT_JOINTS = tuple(tuple(JOINT_INDEX[n] for n in pair) for pair in FEET)
+FEET_INDICES = tuple(indices(pair) for pair in FEET)   # per side, (ankle, foot) joint indices
 
 
 @dataclass(frozen=True)
@@ -254,7 +270,7 @@ def _sole_outline(body, betas):
     angles = np.arange(SOLE_DIRECTIONS) * 2 * np.pi / SOLE_DIRECTIONS
     directions = np.stack([np.cos(angles), np.sin(angles)], 1)                 # (D, 2) in (x, z)
     joints, offsets, feet = [], [], []
-    for foot, pair in enumerate(FOOT_JOINTS):
+    for foot, pair in enumerate(FEET_INDICES):
         mine = np.flatnonzero(np.isin(owner, pair))
         if not len(mine):
             raise SmplIkError(f"{body.path}: no vertices follow the {JOINT_NAMES[pair[0]]}; cannot find its sole")
@@ -302,8 +318,6 @@ def _span(rest):
 
 @lru_cache(maxsize=1)
 def _open_body_parts():
-    from ..body.model import load_body_model
-
     return BodyParts.from_body(load_body_model())
 
 
@@ -318,62 +332,6 @@ def centre_of_mass(fk, segments):
     kinematics fk."""
     com = fk.positions + np.einsum("...jab,jb->...ja", fk.rotations, segments.centre)
     return np.einsum("...ja,j->...a", com, segments.mass) / segments.mass.sum()
-
-
-def convex_hull(points):
-    """The convex hull of 2D points (K, 2): indices of its corners, counter-clockwise (Andrew's
-    monotone chain; collinear points left out)."""
-    order = np.lexsort((points[:, 1], points[:, 0]))
-
-    def chain(indices):
-        out = []
-        for i in indices:
-            while len(out) >= 2:
-                a, b = points[out[-2]], points[out[-1]]
-                if (b[0] - a[0]) * (points[i][1] - a[1]) - (b[1] - a[1]) * (points[i][0] - a[0]) > 1e-12:
-                    break
-                out.pop()
-            out.append(int(i))
-        return out
-
-    lower, upper = chain(order), chain(order[::-1])
-    return np.array(lower[:-1] + upper[:-1], dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class Outside:
-    """A point's signed distance from a convex polygon (positive outside, negative inside),
-    where on the polygon it is nearest: on the edge from corner `a` to corner `b` (indices into
-    the points the polygon was made of) at fraction t, and the outward unit normal there."""
-
-    distance: float
-    a: int
-    b: int
-    t: float
-    normal: np.ndarray
-
-
-def outside_polygon(point, corners, points):
-    """Outside for a 2D point (2,) and a convex polygon: corners (H,) counter-clockwise indices
-    into points (K, 2) (convex_hull); one or two corners (a polygon with no area) count as a
-    segment."""
-    a = points[corners]
-    b = points[np.roll(corners, -1)]
-    edge = b - a
-    length2 = np.maximum((edge * edge).sum(1), 1e-18)
-    t = np.clip(((point - a) * edge).sum(1) / length2, 0.0, 1.0)
-    near = a + t[:, None] * edge
-    gap = point - near
-    dist = np.sqrt((gap * gap).sum(1))
-    normal = np.stack([edge[:, 1], -edge[:, 0]], 1) / np.sqrt(length2)[:, None]   # outward for counter-clockwise
-    side = ((point - a) * normal).sum(1)
-    if len(corners) >= 3 and np.all(side <= 0):   # inside: the nearest edge's line
-        e = int(np.argmax(side))
-        t_line = float(((point - a[e]) * edge[e]).sum() / length2[e])
-        return Outside(float(side[e]), int(corners[e]), int(np.roll(corners, -1)[e]), t_line, normal[e])
-    e = int(np.argmin(dist))
-    n = gap[e] / dist[e] if dist[e] > 1e-12 else normal[e]
-    return Outside(float(dist[e]), int(corners[e]), int(np.roll(corners, -1)[e]), float(t[e]), n)
 
 
 def carrying_feet(lowest, pinned=(False, False), floor=None, on_lowest=True):
@@ -416,51 +374,31 @@ def balance_distance(local_rot, trans, rest, parts, pinned=(False, False), floor
     return out
 
 
-def closest_on_segments(p1, q1, p2, q2):
-    """Closest points of segments p1-q1 and p2-q2 (..., 3): their fractions s, t (...,) along
-    each (Ericson, Real-Time Collision Detection 5.1.9; a segment of no length is a point)."""
-    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
-    a, e = (d1 * d1).sum(-1), (d2 * d2).sum(-1)
-    b, c, f = (d1 * d2).sum(-1), (d1 * r).sum(-1), (d2 * r).sum(-1)
-    a_, e_ = np.maximum(a, 1e-12), np.maximum(e, 1e-12)
-    denom = a * e - b * b
-    s = np.where(denom > 1e-12 * np.maximum(a * e, 1e-12), np.clip((b * f - c * e) / np.maximum(denom, 1e-30), 0, 1), 0.0)
-    t = (b * s + f) / e_
-    s = np.where(t < 0, np.clip(-c / a_, 0, 1), np.where(t > 1, np.clip((b - c) / a_, 0, 1), s))
-    t = np.clip(t, 0, 1)
-    point1, point2 = a <= 1e-12, e <= 1e-12
-    s = np.where(point1, 0.0, np.where(point2, np.clip(-c / a_, 0, 1), s))
-    t = np.where(point2, 0.0, np.where(point1, np.clip(f / e_, 0, 1), t))
-    return s, t
-
-
-def pair_depths(ends, radius, pairs):
-    """How deep (metres, >= 0) each pair (P, 2) of capsules with axis ends (..., C, 2, 3) and
-    radii (C,) overlaps, (..., P), and the closest axis points of each pair (..., P, 3), the
-    first capsule's then the second's."""
-    a, b = ends[..., pairs[:, 0], :, :], ends[..., pairs[:, 1], :, :]
-    s, t = closest_on_segments(a[..., 0, :], a[..., 1, :], b[..., 0, :], b[..., 1, :])
-    pa = a[..., 0, :] + s[..., None] * (a[..., 1, :] - a[..., 0, :])
-    pb = b[..., 0, :] + t[..., None] * (b[..., 1, :] - b[..., 0, :])
-    gap = np.sqrt(((pa - pb) ** 2).sum(-1))
-    return np.maximum(radius[pairs[:, 0]] + radius[pairs[:, 1]] - gap, 0.0), pa, pb
-
-
 def capsule_penetration(fk, capsules):
     """pair_depths of every pair that may collide (capsules.pairs) in a pose with forward
     kinematics fk."""
     return pair_depths(capsules.ends(fk), capsules.radius, capsules.pairs)
 
 
-def pinned_depth(local_rot, trans, rest, parts, pins, turns=None, joints=None):
+@dataclass(frozen=True)
+class PinnedJoints:
+    """What pins hold: positions, joint index -> (3,) pinned position (body frame, metres);
+    turns, joint index -> (3, 3) pinned world rotation (None: none)."""
+
+    positions: dict
+    turns: dict = None
+
+
+def pinned_depth(local_rot, trans, rest, parts, pinned, joints=None):
     """How deep (metres, (P,)) the pins alone put each arm capsule inside its trunk or thigh
-    capsule (the pairs of collision_depth) in one pose (24, 3, 3), trans (3,), rest (24, 3).
-    pins: joint index -> (3,) pinned position; turns: joint index -> (3, 3) pinned world
-    rotation. An arm capsule follows its joint: with the joint's rotation pinned and the
+    capsule (the pairs of collision_depth) in one pose (24, 3, 3), trans (3,), rest (24, 3),
+    with what `pinned` (PinnedJoints) holds; joints: only the pairs whose arm capsule follows
+    one of these joint names. An arm capsule follows its joint: with the joint's rotation pinned and the
     joint or its child pinned in place, the capsule is wholly fixed; else with the joint and
     its child both pinned it lies along the bone between them; else a pinned joint at either
     end is inside at least by its overlap (the radii about the pinned point). 0 where
     nothing of it is pinned. A collision this deep is the pins', not the pose's."""
+    pins, turns = pinned.positions, pinned.turns
     fk = forward_kinematics(np.asarray(local_rot, dtype=np.float64), rest, PARENTS, trans)
     caps = parts.capsules
     ends = caps.ends(fk)
@@ -474,7 +412,8 @@ def pinned_depth(local_rot, trans, rest, parts, pins, turns=None, joints=None):
         if j in turns:
             turn = np.asarray(turns[j], dtype=np.float64)
             anchor = np.asarray(pins[j], dtype=np.float64) if j in pins else next(
-                (np.asarray(pins[c], dtype=np.float64) - turn @ (rest[c] - rest[j]) for c in CHILDREN[j] if c in pins), None)
+                (np.asarray(pins[c], dtype=np.float64) - turn @ (rest[c] - rest[j])
+                 for c in CHILDREN[j] if c in pins), None)
             if anchor is not None:
                 ends_held = anchor + np.stack([caps.start[a], caps.stop[a]]) @ turn.T
         if ends_held is None:

@@ -10,7 +10,7 @@ from enum import Enum
 import numpy as np
 
 from ..core.errors import SmplIkError
-from ..core.skeleton import JOINT_NAMES, NUM_JOINTS, joint_index
+from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, SIX_POINTS, indices, joint_index
 
 
 class EffectorKind(str, Enum):
@@ -25,6 +25,7 @@ class EffectorKind(str, Enum):
 KINDS = tuple(EffectorKind)
 KIND_INDEX = {k: i for i, k in enumerate(KINDS)}   # a kind's one-hot column and slot, in this order
 MAX_EFFECTORS = 32
+SIX_POINT_INDICES = indices(SIX_POINTS)   # the joints of SMPL-IK's benchmark configuration
 
 
 @dataclass(frozen=True)
@@ -170,3 +171,9 @@ def encode_positions(joints, targets):
     rows[..., Column.KIND.start + KIND_INDEX[EffectorKind.POSITION]] = rows[..., Column.WEIGHT] = 1.0
     rows[..., Column.POINT] = targets
     return EncodedEffectors(np.broadcast_to(index, (b, e)), rows, np.ones((b, e)))
+
+
+def six_point_effectors(positions):
+    """SMPL-IK's benchmark configuration: position effectors on the SIX_POINTS (pelvis, neck,
+    wrists, ankles) at those joints' positions in `positions` (24, 3)."""
+    return [Effector(n, EffectorKind.POSITION, tuple(positions[JOINT_INDEX[n]])) for n in SIX_POINTS]

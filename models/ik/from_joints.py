@@ -24,12 +24,13 @@ from ..motion.amass import MotionFile
 from ..motion.joints import (APPROXIMATE_WEIGHT, LayoutChoice, check_height, detect_layout, figure_height,
                              fit_layout_shape, get_layout, read_joint_file, to_smpl_frame)
 from ..motion.resample import quat_slerp
-from ..motion.retarget import parse_unit
+from ..motion.units import parse_unit
 from ..motion.temporal import smooth_poses
 from .effectors import Effector, EffectorKind
 from .ikgat import LENGTH_TOLERANCE, load_ikgat
+from .options import SolveOptions
 from .refine import RefineOptions
-from .smplik import SolveOptions, load_smplik
+from .smplik import load_smplik
 
 DEFAULT_FPS = 30.0
 # The file's motion is the truth: no balance or feet kept planted over it; knees and elbows
@@ -38,10 +39,8 @@ REFINE = RefineOptions(plant_feet=False, balance=False, iterations=20)
 IKGAT_CHUNK = 2048      # frames IK-GAT solves at once (its activations grow with the batch)
 SOFT_TOLERANCE = 0.02   # metres: a layout's joint sits only near SMPL's, so a soft pin this far off is met
 LOOK_AT_TOLERANCE = 0.1   # radians: a head top is no exact axis either
-# A joint missing for at most this long (seconds) between frames that show it is pinned, lightly,
-# on a curve through them; longer gaps are left to SMPL-IK (benchmark_joint_files.py: a curve
-# beats the solver alone up to about 0.4 s at 30 fps and loses beyond).
-GAP_FILL_SECONDS = 0.4
+# seconds: a joint missing this long at most is pinned lightly on a curve through the frames either side
+GAP_FILL_SECONDS = 0.4   # (docs/training_log.md, "Gap filling in joint files")
 FEW_LENGTHS = 6   # a shape fitted to fewer lengths (a figure missing a side) is reported
 
 
@@ -101,7 +100,7 @@ def bone_length_spread(joints):
 class JointOptions:
     """How a joint file becomes motion. layout: a key of models.motion.joints.LAYOUTS or
     'auto' (from the joint count); units: the file's length unit (m, cm, mm, inch, or metres
-    per unit as a number; retarget.parse_unit); up_axis: 'Y', 'Z' or '-Y' (image-style, y
+    per unit as a number; units.parse_unit); up_axis: 'Y', 'Z' or '-Y' (image-style, y
     down), None for the layout's own (Y; MediaPipe's -Y); fps: frames per second when the file
     does not say (None: DEFAULT_FPS); smooth: Gaussian sigma in frames over the solved
     rotations and translation (0: none); denoise: whether IK-GAT corrects the bone directions
@@ -176,14 +175,30 @@ def layout_effectors(layout, smpl_joints, file_joints, guessed=()):
     return out
 
 
-def _solve_smplik(layout, smpl_joints, file_joints, rest, local, trans, frames, progress, guessed=None):
-    """Solve `frames` (indices, in time order) by SMPL-IK into local (T, 24, 3, 3) and trans
-    (T, 3), whose other frames are solved already. Each starts from the frame before where that
+@dataclass(frozen=True)
+class _GapFrames:
+    """The frames SMPL-IK solves (`_solve_smplik`): frames (indices, in time order); the file's
+    layout, its joints mapped to SMPL's smpl_joints (T, 24, 3) (NaN where missing) and as given
+    file_joints (T, J, 3), in SMPL's frame; guessed (T, 24) bools, the positions filled in a gap
+    (pinned lightly), or None."""
+
+    layout: object
+    smpl_joints: np.ndarray
+    file_joints: np.ndarray
+    frames: np.ndarray
+    guessed: np.ndarray = None
+
+
+def _solve_smplik(gaps, rest, local, trans, progress):
+    """Solve gaps.frames (a _GapFrames) by SMPL-IK on rest joints (24, 3) into local
+    (T, 24, 3, 3) and trans (T, 3), whose other frames are solved already. Each starts from the frame before where that
     one is solved, turned 1/(n + 1) of the way to the next solved frame n frames on, if any
     (IK-GAT's whole frames), so a limb no pin holds turns through a gap instead of freezing. A
     frame with no joint to place the body (no position effector) is blended between the placed
     frames either side (_blend_lost); at the start or the end it keeps the nearest placed
     frame's pose. Returns those frames."""
+    layout, smpl_joints, file_joints, frames, guessed = (gaps.layout, gaps.smpl_joints, gaps.file_joints, gaps.frames,
+                                                         gaps.guessed)
     solver = load_smplik()
     solved = np.ones(len(smpl_joints), bool)
     solved[frames] = False
@@ -288,8 +303,8 @@ def joints_to_smpl(joint_file, body, options=JointOptions(), progress=lambda fra
         pins, guessed = fill_gaps(smpl_joints, int(round(options.fill_gaps * fps)))
         guessed &= ~held_by_neighbours(np.isfinite(smpl_joints).all(-1))
         pins = np.where(guessed[..., None] | np.isfinite(smpl_joints), pins, np.nan)
-        held = _solve_smplik(layout, pins, joints, rest, local, trans, rest_frames,
-                             lambda f: progress(done + (1 - done) * f), guessed)
+        held = _solve_smplik(_GapFrames(layout, pins, joints, rest_frames, guessed), rest, local, trans,
+                             lambda f: progress(done + (1 - done) * f))
     method = "smplik" if not len(whole) else "ikgat+smplik" if len(rest_frames) else "ikgat"
     if gappy.any():
         counts = missing.sum(0)

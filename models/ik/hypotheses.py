@@ -11,13 +11,12 @@ leg or the other) and the nearest of them is near the truth as often as the data
 It answers residual rotations on the deterministic network's pose, R_j = D_j exp(x_j), from
 a small MLP (fc1, fc2, out): features (B, base_width) -> (B, COUNT, 72). Two kinds:
 - v1 reads the deterministic network's last hidden layer (`SmplIk.predict`'s features), as
-  the flow does. That layer was trained for one answer, and the head's nearest-of-8 error
-  stops moving there whatever its width (docs/training_log.md).
+  the flow does (docs/training_log.md, "Hypotheses head v1").
 - v2 has a trunk of its own, the deterministic network's shape (`nn.residual_trunk`), that
   reads the network input (the effectors and the rest joints) and was trained together with
   the head, starting from the deterministic network's trunk and a v1 head.
 The hypotheses are stored in the order of how often each was the nearest on validation
-problems, so the first few are the likeliest. `SmplIk.sample(spread="hypotheses")` (the
+problems, so the first few are the likeliest. `SmplIk.sample` with spread "hypotheses" (the
 default when the weights are there) decodes them and refines each under the pins; each keeps
 its latent under the flow, so a drag can carry it on like any sample.
 """

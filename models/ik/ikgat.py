@@ -66,9 +66,11 @@ def twist_matrix(axis, cos_sin):
     return r
 
 
-_SINGLE, _CHILD = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
-_LEAVES, _LEAF_PARENTS = list(LEAVES), [PARENTS[j] for j in LEAVES]
-_NON_LEAVES = [j for j in range(NUM_JOINTS) if j not in LEAVES]
+# index lists for the pose's assembly: joints with one child and that child, leaves and their
+# parents, every joint but the leaves
+SINGLE_CHILD_JOINTS, SINGLE_CHILDREN = list(SINGLE), [CHILDREN[j][0] for j in SINGLE]
+LEAF_JOINTS, LEAF_PARENTS = list(LEAVES), [PARENTS[j] for j in LEAVES]
+NON_LEAF_JOINTS = [j for j in range(NUM_JOINTS) if j not in LEAVES]
 _SIX_IDENTITY = np.array([1.0, 0, 0, 0, 1.0, 0], np.float32)
 
 
@@ -102,14 +104,15 @@ def assemble(positions, rest, twist, leaf, multi=None, correction=None):
     world[:, list(MULTI)] = _multi_rotations(positions, rest) if multi is None else multi
     # swings are taken in the pelvis's frame, so twists do not depend on the heading
     r0 = world[:, :1]
-    a = unit(rest[:, _CHILD] - rest[:, _SINGLE])
-    d = np.einsum("nkba,nkb->nka", np.broadcast_to(r0, (len(r0), len(_SINGLE), 3, 3)),
-                  positions[:, _CHILD] - positions[:, _SINGLE])
-    world[:, _SINGLE] = r0 @ (shortest_arc(a, d) @ twist_matrix(a, twist[:, _SINGLE]))
+    a = unit(rest[:, SINGLE_CHILDREN] - rest[:, SINGLE_CHILD_JOINTS])
+    d = np.einsum("nkba,nkb->nka", np.broadcast_to(r0, (len(r0), len(SINGLE_CHILD_JOINTS), 3, 3)),
+                  positions[:, SINGLE_CHILDREN] - positions[:, SINGLE_CHILD_JOINTS])
+    world[:, SINGLE_CHILD_JOINTS] = r0 @ (shortest_arc(a, d) @ twist_matrix(a, twist[:, SINGLE_CHILD_JOINTS]))
     if correction is not None:
         r0 = r0.copy()
-        world[:, _NON_LEAVES] = r0 @ correction[:, _NON_LEAVES] @ (r0.transpose(0, 1, 3, 2) @ world[:, _NON_LEAVES])
-    world[:, _LEAVES] = world[:, _LEAF_PARENTS] @ leaf[:, _LEAVES]
+        world[:, NON_LEAF_JOINTS] = (r0 @ correction[:, NON_LEAF_JOINTS]
+                                     @ (r0.transpose(0, 1, 3, 2) @ world[:, NON_LEAF_JOINTS]))
+    world[:, LEAF_JOINTS] = world[:, LEAF_PARENTS] @ leaf[:, LEAF_JOINTS]
     return world_to_local(world)
 
 
@@ -143,8 +146,8 @@ def expected_shapes(cfg):
 # coordinates in it are mirrored too). Its outputs, read back for the original: a twist
 # (cos, sin) about a mirrored bone turns the other way, and a leaf's 6D (two columns of R)
 # becomes that of M R M; the same signs serve both.
-_MIRROR_SIGN = np.array([1.0, -1, -1, -1, 1, 1], np.float32)
-_MIRROR_FEATURES = np.tile(np.array([-1.0, 1, 1], np.float32), NUM_FEATURES // 3)
+MIRROR_SIGN = np.array([1.0, -1, -1, -1, 1, 1], np.float32)
+MIRROR_FEATURES = np.tile(np.array([-1.0, 1, 1], np.float32), NUM_FEATURES // 3)
 
 
 class IkGat:
@@ -213,15 +216,15 @@ class IkGat:
         multi = _multi_rotations(positions, rest)
         x = features(positions, rest, multi)
         if self.symmetric:
-            both = self.network(np.concatenate([x, x[:, list(MIRROR)] * _MIRROR_FEATURES]))
+            both = self.network(np.concatenate([x, x[:, list(MIRROR)] * MIRROR_FEATURES]))
             out = both[:len(x)]
-            out += both[len(x):, list(MIRROR)] * np.tile(_MIRROR_SIGN, out.shape[-1] // 6)
+            out += both[len(x):, list(MIRROR)] * np.tile(MIRROR_SIGN, out.shape[-1] // 6)
             out *= 0.5
         else:
             out = self.network(x)
         twist = out[..., :2] + np.array([1.0, 0.0], np.float32)
         leaf = np.empty(out.shape[:-1] + (3, 3), np.float32)  # only the leaves' entries are read
-        leaf[:, _LEAVES] = rot6d_to_matrix(out[:, _LEAVES, :6] + _SIX_IDENTITY)
+        leaf[:, LEAF_JOINTS] = rot6d_to_matrix(out[:, LEAF_JOINTS, :6] + _SIX_IDENTITY)
         correction = None
         if out.shape[-1] == 12 and self.denoise is not False:
             rows = np.ones(len(out), bool) if self.denoise is True else noisy_poses(positions, rest)

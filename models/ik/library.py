@@ -20,7 +20,7 @@ from ..core.rotations import axis_angle_to_matrix
 from ..core.skeleton import NUM_JOINTS, PARENTS
 from .effectors import EffectorKind, joint_of, kind_of
 from .nn import WEIGHTS_DIR, load_weights
-from .refine import posed_effector_errors
+from .residuals import posed_effector_errors
 
 ARCH = "pose-library-v1"
 DEFAULT_LIBRARY = WEIGHTS_DIR / "pose_library.npz"
@@ -45,7 +45,8 @@ def _yaw(angle):
 def _turned(points, angle):
     """(N, J, 3) points each turned about +Y by its pose's angle (N,)."""
     c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
-    return np.stack([c * points[..., 0] + s * points[..., 2], points[..., 1], c * points[..., 2] - s * points[..., 0]], -1)
+    return np.stack([c * points[..., 0] + s * points[..., 2], points[..., 1],
+                     c * points[..., 2] - s * points[..., 0]], -1)
 
 
 def _heading(rot):

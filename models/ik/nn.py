@@ -118,7 +118,8 @@ def load_weights(path, arch, expected_shapes):
         detail = "; ".join(filter(None, [
             f"missing {', '.join(missing[:5])}" if missing else "",
             f"unexpected {', '.join(extra[:5])}" if extra else "",
-            f"wrong shape {', '.join(f'{k} {arrays[k].shape} != {tuple(expected[k])}' for k in wrong[:3])}" if wrong else "",
+            (f"wrong shape {', '.join(f'{k} {arrays[k].shape} != {tuple(expected[k])}' for k in wrong[:3])}"
+             if wrong else ""),
         ]))
         raise SmplIkError(f"{path}: weights do not fit the {arch} architecture ({detail})")
     return prepare(arrays), config

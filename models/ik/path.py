@@ -33,7 +33,8 @@ class PathFollower:
     def __init__(self, net, rest_joints, smoothness=0.0, latent=None, options=None):
         mu = float(smoothness)
         if not (np.isfinite(mu) and 0.0 <= mu < 1.0):
-            raise SmplIkError(f"the path smoothness must be a number from 0 up to (not including) 1, not {smoothness!r}")
+            raise SmplIkError("the path smoothness must be a number from 0 up to (not including) 1, "
+                              f"not {smoothness!r}")
         latent = np.zeros(DIMS) if latent is None else np.asarray(latent, dtype=np.float64)
         if latent.shape != (DIMS,) or not np.all(np.isfinite(latent)):
             raise SmplIkError(f"the path's latent must be {DIMS} finite numbers; got shape {latent.shape}")

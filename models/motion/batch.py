@@ -1,5 +1,6 @@
-"""One retargeting job per file, for local processes or a dask cluster alike, the pool of
-local processes that runs them (`run_jobs`), and training sets built from a folder of clips.
+"""One retargeting job per file, for local processes or a dask cluster alike, what runs a batch
+of them (`run_jobs` on local processes, `run_batch` also on dask, with progress), and training
+sets built from a folder of clips.
 
 A job never raises: bad input comes back as a result with an error message, so a batch
 goes on; outputs that exist already are kept and the job reported as skipped. Outputs are
@@ -7,6 +8,8 @@ written to a temporary file beside the target and renamed, so a failure never le
 half-written file.
 """
 import functools
+import os
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -16,12 +19,14 @@ import numpy as np
 
 from ..body.model import load_body_model, open_body_name
 from .amass import MotionFile, write_motion_npz
-from .bvh import find_bvh_files, read_bvh
+from .bvh import find_bvh_files, read_bvh, write_smpl_bvh
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
 from .mapping import build_mapping, load_overrides
-from .retarget import retarget, write_smpl_bvh
+from .retarget import retarget
 from ..core.rotations import axis_angle_to_matrix
+
+ROOT = Path(__file__).resolve().parents[2]   # the repository: dask workers started here import models/ from it
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class RetargetJob:
     polish: bool = True
     bvh_output: str = ""        # also write an SMPL-skeleton BVH here, optional
     overwrite: bool = False
-    unit: str = ""              # the file's length unit (retarget.parse_unit); "" infers it
+    unit: str = ""              # the file's length unit (units.parse_unit); "" infers it
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ class JobResult:
     convention: str = ""
     notes: tuple = field(default_factory=tuple)
     unit: str = ""                      # the length unit used (inferred or given)
-    body: dict = field(default_factory=dict)   # retarget.BodyCheck.report(): height, betas, ...
+    body: dict = field(default_factory=dict)   # shape_fit.BodyCheck.report(): height, betas, ...
     warnings: tuple = field(default_factory=tuple)  # an implausible body: why (BodyCheck)
 
     @property
@@ -190,6 +195,105 @@ def run_jobs(work, items, workers=1, on_result=lambda result: None):
             results[futures[fut]] = fut.result()
             on_result(results[futures[fut]])
     return results
+
+
+def output_paths(found, out, missing=()):
+    """Where each input of a batch goes: ([(source, target)], [JobResult]) for `found`
+    (source path, its path relative to what was searched), the target `out`/relative as .npz;
+    the JobResults are failures: every `missing` (input, error), then every source whose
+    target another source already claimed."""
+    failures = [JobResult(source=i, output="", ok=False, error=e) for i, e in missing]
+    pairs, claimed = [], {}
+    for src, relative in found:
+        target = Path(out) / relative.with_suffix(".npz")
+        if target in claimed:
+            failures.append(JobResult(source=str(src), output=str(target), ok=False,
+                                      error=f"same output as {claimed[target]}; rename one of them"))
+            continue
+        claimed[target] = src
+        pairs.append((src, target))
+    return pairs, failures
+
+
+class Progress:
+    """A one-line progress bar on a terminal, one line per file otherwise."""
+
+    def __init__(self, total, stream=sys.stderr):
+        self.total, self.done, self.failed, self.stream = total, 0, 0, stream
+        self.tty = stream.isatty()
+        self.start = time.perf_counter()
+
+    def update(self, result):
+        self.done += 1
+        self.failed += result.failed
+        if self.tty:
+            width = 30
+            filled = int(width * self.done / max(self.total, 1))
+            rate = self.done / max(time.perf_counter() - self.start, 1e-9)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                              f"files, {self.failed} failed, {rate:.1f} files/s ")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            status = ("WARNING" if result.warnings else "ok") if result.ok else "skipped" if result.skipped else "FAILED"
+            self.stream.write(f"[{self.done}/{self.total}] {status} {result.source}\n")
+        self.stream.flush()
+
+
+def run_dask(jobs, scheduler, workers, progress, work=run_job):
+    """Run the jobs (work(job) each, run_job by default: a module-level function of models/
+    that returns a JobResult) on a dask.distributed cluster (at `scheduler`, else a local one
+    of `workers` processes); workers must import this repository. SmplIkError without
+    dask.distributed."""
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise SmplIkError("--executor dask needs dask.distributed: pip install 'distributed'") from None
+    # worker processes started here import models/ from this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = client.map(work, jobs, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results = [None] * len(jobs)
+        for fut in as_completed(futures):
+            results[index[fut.key]] = fut.result()
+            progress.update(results[index[fut.key]])
+        return results
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_batch(jobs, failures, executor="local", scheduler=None, workers=1, work=run_job):
+    """failures (JobResults of inputs that were not found) then work(job) for every job, on
+    `workers` local processes (executor "local") or a dask cluster ("dask", at `scheduler` or
+    a local one), with the progress shown on stderr as each finishes. SmplIkError when dask is
+    asked for and not installed."""
+    progress = Progress(len(jobs) + len(failures))
+    for f in failures:
+        progress.update(f)
+    if executor == "dask":
+        results = run_dask(jobs, scheduler, workers, progress, work)
+    else:
+        results = run_jobs(work, jobs, workers, progress.update)
+    return failures + results
+
+
+def results_report(results):
+    """A batch's JSON report: one entry per input file (its JobResult's fields)."""
+    return {"files": [{"source": r.source, "output": r.output, "ok": r.ok, "error": r.error, "skipped": r.skipped,
+                       "frames": r.frames, "fps": r.fps, "unit": r.unit, "body": r.body,
+                       "warnings": list(r.warnings), "notes": list(r.notes),
+                       "limb_error_deg": None if r.limb_error_deg != r.limb_error_deg else round(r.limb_error_deg, 3)}
+                      for r in results]}
 
 
 # --- training sets -------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""BVH motion files: read any valid file into a skeleton and channel values, write one back.
+"""BVH motion files: read any valid file into a skeleton and channel values, write one back,
+and write SMPL motion as a BVH of SMPL's own skeleton.
 
 Supports any channel order per joint, End Sites, roots with or without position channels,
 CRLF line ends, tabs and joint names with spaces. Position channels, where present, give a
@@ -19,6 +20,7 @@ from ..core.errors import SmplIkError
 from ..core.files import FileSearch, FoundFile, atomic_write, find_files
 from ..core.kinematics import FKResult
 from ..core.rotations import euler_to_matrix, matrix_to_euler
+from ..core.skeleton import CHILDREN, JOINT_NAMES, NUM_JOINTS, PARENTS
 
 ROTATION_CHANNELS = ("Xrotation", "Yrotation", "Zrotation")
 POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")
@@ -217,8 +219,8 @@ def _parse_hierarchy(path, lines):
 def parse_frames(data, count):
     """Whitespace-separated numbers (bytes), `count` per line, to a (T, count) float64 array.
 
-    numpy's C text reader is the fastest parser Blender's numpy offers (about 4x faster than
-    float() per token); returns None when a line is malformed, for a slower pass to name it.
+    Read by numpy's C text reader (docs/training_log.md, "BVH parsing"); returns None when a
+    line is malformed, for a slower pass to name it.
     """
     if not data.strip():
         return np.zeros((0, count))
@@ -356,6 +358,65 @@ def write_bvh(path, skeleton, local_rot, root_pos, frame_time, rotation_order="Z
     rows = "\n".join(" ".join(f"{v:.6f}" for v in row) for row in values)
     with atomic_write(path, "w") as fh:
         fh.write(body + rows + "\n")
+
+
+# --- SMPL motion as BVH ---------------------------------------------------------------------
+
+# Where each SMPL leaf joint points in SMPL's T-pose: its End Site's direction here, and the
+# direction retargeting aligns a source leaf's own direction with.
+LEAF_DIRECTION = {"head": (0, 1, 0), "left_foot": (0, 0, 1), "right_foot": (0, 0, 1),
+                  "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}
+SMPL_BVH_UNIT = 100.0  # centimetres, as most BVH tools expect
+_END_SITE_LENGTH_M = 0.1   # metres: the length of the End Sites on SMPL's leaves
+
+
+def smpl_bvh_skeleton(rest_joints):
+    """(Skeleton, where): a BVH Skeleton of SMPL's 24 joints at `rest_joints` (24, 3) metres,
+    in centimetres (SMPL_BVH_UNIT) with End Sites on the leaves, listed depth-first; where[j]
+    is SMPL joint j's index in it."""
+    names, parents, offsets, end_site = [], [], [], []
+    index = {}
+    for j in range(NUM_JOINTS):  # parents precede children in SMPL's order
+        p = PARENTS[j]
+        index[j] = len(names)
+        names.append(JOINT_NAMES[j])
+        parents.append(index[p] if p >= 0 else -1)
+        offsets.append(rest_joints[j] - (rest_joints[p] if p >= 0 else 0.0))
+        end_site.append(False)
+    for j in range(NUM_JOINTS):
+        if not CHILDREN[j]:
+            names.append(JOINT_NAMES[j] + END_SITE_SUFFIX)
+            parents.append(index[j])
+            offsets.append(_END_SITE_LENGTH_M * np.array(LEAF_DIRECTION[JOINT_NAMES[j]], float))
+            end_site.append(True)
+    # BVH wants each joint's children right after it: reorder depth-first
+    order, stack = [], [0]
+    while stack:
+        k = stack.pop()
+        order.append(k)
+        stack.extend(reversed([c for c, p in enumerate(parents) if p == k]))
+    remap = {old: new for new, old in enumerate(order)}
+    chans = ("Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation")
+    return Skeleton(
+        names=tuple(names[k] for k in order),
+        parents=tuple(remap[parents[k]] if parents[k] >= 0 else -1 for k in order),
+        offsets=SMPL_BVH_UNIT * np.array([offsets[k] for k in order]),
+        channels=tuple(() if end_site[k] else (chans if parents[k] < 0 else chans[3:]) for k in order),
+        end_site=tuple(end_site[k] for k in order),
+    ), [order.index(j) for j in range(NUM_JOINTS)]
+
+
+def write_smpl_bvh(path, local_rot, trans, rest_joints, fps):
+    """Write SMPL motion as a BVH of SMPL's skeleton (centimetres, Y up).
+
+    local_rot: (T, 24, 3, 3); trans: (T, 3) metres; rest_joints: (24, 3) for the body's betas.
+    The root's position channels carry the posed pelvis position (rest + trans).
+    """
+    skeleton, where = smpl_bvh_skeleton(rest_joints)
+    rot = np.broadcast_to(np.eye(3), (len(local_rot), len(skeleton.names), 3, 3)).copy()
+    rot[:, where] = local_rot
+    root = SMPL_BVH_UNIT * (rest_joints[0] + trans)
+    write_bvh(path, skeleton, rot, root, 1.0 / fps)
 
 
 # --- finding BVH files ----------------------------------------------------------------------

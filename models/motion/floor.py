@@ -14,33 +14,19 @@ from ..body.model import NUM_BETAS
 from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, skinning_transforms
 from ..core.rotations import axis_angle_to_matrix
-from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..core.skeleton import FOOT_JOINTS, JOINT_NAMES, NUM_JOINTS, PARENTS
 
-# A body whose lowest point is within ON_FLOOR of the floor is on it, and is left as it is:
-# a centimetre is below what motion capture puts a sole at (markers sit on shoes, with about a
-# centimetre of noise) and too little to see at a body's scale, so moving it would only
-# change the numbers of a clip that is already right.
-ON_FLOOR = 0.01           # metres
-# A clip whose lowest point over the whole clip stays more than FAR_ABOVE above the floor
-# never touches it: shoes, a sole's thickness and capture noise stay within a few
-# centimetres, so more than that is a clip placed too high (or one that truly never lands:
-# turn the import's floor option off for that).
-FAR_ABOVE = 0.05          # metres
-# A dip that lasts at most GLITCH_FRAMES consecutive frames is a glitch (a swapped marker, a
-# dropped frame), not the floor: a real contact lasts longer (a foot stays down 0.1 s or
-# more, three frames even at 30 fps). The lowest point is taken after a running median over
-# 2 * GLITCH_FRAMES + 1 frames, which a dip that short cannot move.
-GLITCH_FRAMES = 2
-# Directions in which each body part's outermost vertices are kept (a posed part's lowest
-# point is its outermost vertex in the direction that is down for it). 32 directions keep
-# 531 of the open body's 13,718 vertices; on CMU walking, jumping and basketball the lowest
-# of them is within 3.2 mm of the whole mesh's lowest vertex in every frame (1 cm on random
-# poses), always above it, as a subset must be (tests/core/test_floor.py checks 5 mm).
-PART_DIRECTIONS = 32
+# Metres: a lowest point this near the floor is on it, and is left as it is (below capture noise).
+ON_FLOOR = 0.01           # (docs/training_log.md, "Floor placement")
+# Metres: a clip whose lowest point stays further above the floor never touches it: moved down.
+FAR_ABOVE = 0.05          # (docs/training_log.md, "Floor placement")
+# A dip of at most this many consecutive frames is a glitch, not the floor (running median).
+GLITCH_FRAMES = 2         # (docs/training_log.md, "Floor placement")
+# Directions in which each body part's outermost vertices are kept as floor candidates.
+PART_DIRECTIONS = 32      # (docs/training_log.md, "Floor placement")
 CHUNK_FRAMES = 1024       # frames skinned at once (memory: CHUNK_FRAMES x candidates x 4 floats)
-UP_INDEX = {"Y": 1, "Z": 2}
-FLOOR_MODES = ("AUTO", "ON", "OFF")
-FOOT_JOINTS = frozenset(JOINT_INDEX[n] for n in ("left_ankle", "right_ankle", "left_foot", "right_foot"))
+UP_INDEX = {"Y": 1, "Z": 2}   # the coordinate of each up axis a motion may have
+FLOOR_MODES = ("AUTO", "ON", "OFF")   # place_on_floor's modes
 
 
 def _sphere_directions(count):
@@ -85,7 +71,7 @@ class LowestPoint:
 
     @property
     def is_foot(self):
-        return JOINT_INDEX[self.joint] in FOOT_JOINTS
+        return self.joint in FOOT_JOINTS
 
     @property
     def glitch_frames(self):
@@ -109,16 +95,26 @@ def _robust_lowest(per_frame):
     return float(medians[start]), start + int(order[start])
 
 
-def lowest_point(body, betas, poses, trans, up_axis="Y", rest_joints=None, candidates=None):
+@dataclass(frozen=True)
+class LowestPointOptions:
+    """How `lowest_point` measures. up_axis: 'Y' for SMPL's frame, 'Z' for AMASS's Z-up world
+    (the root orientation stands the body up in it; the posed body is in the motion's own
+    coordinates either way). rest_joints (24, 3), SMPL frame: the skeleton the mesh is skinned
+    to (None: the body's joints for its betas; a rig's proxy has its own). candidates: vertex
+    indices to skin (None: floor_candidates)."""
+
+    up_axis: str = "Y"
+    rest_joints: np.ndarray = None
+    candidates: np.ndarray = None
+
+
+def lowest_point(body, betas, poses, trans, options=LowestPointOptions()):
     """The lowest point of `body` (a BodyModel) with betas (10,) posed by `poses` (T, 24, 3)
     axis-angle (root first) or (T, 72), and `trans` (T, 3) metres, over the clip, along
-    `up_axis`: 'Y' for SMPL's frame, 'Z' for AMASS's Z-up world (the root orientation stands
-    the body up in it; the posed body is in the motion's own coordinates either way).
-    Linear blend skinning of the shaped mesh without pose correctives, as Blender's Armature
-    modifier shows it. rest_joints (24, 3), SMPL frame: the skeleton the mesh is skinned to
-    (default the body's joints for betas; a rig's proxy has its own). candidates: vertex
-    indices to skin (default floor_candidates). Returns a LowestPoint; SmplIkError for
-    arrays of the wrong shape or values that are not finite."""
+    options.up_axis (LowestPointOptions). Linear blend skinning of the shaped mesh without
+    pose correctives, as Blender's Armature modifier shows it. Returns a LowestPoint;
+    SmplIkError for arrays of the wrong shape or values that are not finite."""
+    up_axis, rest_joints, candidates = options.up_axis, options.rest_joints, options.candidates
     betas = np.asarray(betas, np.float64).reshape(-1)
     poses = np.asarray(poses, np.float64)
     poses = poses.reshape(len(poses), NUM_JOINTS, 3) if poses.ndim == 2 else poses

@@ -55,7 +55,8 @@ from ..core.errors import SmplIkError
 from ..core.npz import read_npy, read_npz
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 from .amass import SMPL_FROM_Z_UP
-from .retarget import MEASUREMENTS, UNIT_LIMBS, fit_shape
+from .shape_fit import MEASUREMENTS, fit_shape
+from .units import UNIT_LIMBS
 
 SUFFIXES = (".npy", ".npz", ".csv", ".json")
 # SMPL's frame from a file's axes, by the file's up axis: 'Y' SMPL's own; 'Z' a Z-up world
@@ -398,10 +399,10 @@ LEAST_LENGTHS = 4
 
 
 def fit_layout_shape(body, smpl_joints, layout):
-    """The retarget.ShapeFit of a figure's SMPL joints (T, 24, 3) (NaN where none or
+    """The shape_fit.ShapeFit of a figure's SMPL joints (T, 24, 3) (NaN where none or
     missing): for a complete layout, to every bone's length (the 24 joints of a body come
     back within a micrometre), else to the limbs and widths the layout has
-    (retarget.MEASUREMENTS), at least LEAST_LENGTHS of them."""
+    (shape_fit.MEASUREMENTS), at least LEAST_LENGTHS of them."""
     if layout.complete:
         return fit_shape(body, smpl_joints, beta_prior=EXACT_BETA_PRIOR, iterations=8,
                          measurements={**MEASUREMENTS, **BONE_MEASUREMENTS}, least=LEAST_LENGTHS)

@@ -1,527 +1,34 @@
-"""Motion of any mapped humanoid skeleton onto an SMPL body: shape inversion and retargeting.
+"""Motion of any mapped humanoid skeleton onto an SMPL body (`retarget`), in SMPL's frame (Y
+up, facing +Z, metres).
 
-Steps, all in SMPL's frame (Y up, facing +Z, metres):
-1. `source_rig`: the source's reference pose, axes and length unit. The reference is the
-   file's zero-rotation (OFFSET) pose when that is a standing rest pose (T-pose, A-pose);
-   exports whose bones carry rest orientations (Character Creator, Maya, Daz, game engines)
-   have a zero pose that is no human pose, so the motion's own frame nearest a standing rest
-   pose is the reference instead. Only joint positions choose it, so a rig with rest
-   orientations and the same rig without them find the same reference. Left comes from the
-   hips, up from the spine, the unit from the limb lengths (an adult is 1.4-2.1 m).
-2. `fit_shape` (SMPL-SI's shape inversion): betas, within +-BETA_BOUND, so the SMPL
-   skeleton's limbs and widths have the source's absolute lengths. Joints are linear in
-   betas, so it is a small bounded least-squares solve.
-3. `retarget`: each SMPL joint's world rotation is the source joint's rotation relative to
-   the reference pose, composed with a rest alignment that takes the source's reference
-   directions onto SMPL's T-pose (so A-pose and T-pose references both work). The optional
-   polish then swings every joint so its segments point exactly where the source's do,
-   keeping the source's twist. The root follows the source's hips, in metres.
-4. `BodyCheck`: the figures that say whether the body is plausible (height, largest |beta|,
-   bone-length residual, torso lean against the source's), with warnings when it is not.
+Each SMPL joint's world rotation is the source joint's rotation relative to the reference pose
+(`source_rig`), composed with a rest alignment that takes the source's reference directions
+onto SMPL's T-pose (so A-pose and T-pose references both work). The optional polish then swings
+every joint so its segments point exactly where the source's do, keeping the source's twist.
+The root follows the source's hips, in metres. The body's betas default to the shape
+inversion's (`shape_fit`), and its plausibility is checked (`check_body`).
 """
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..body.measure import measure
-from ..body.model import NUM_BETAS
-from ..core.errors import SmplIkError
 from ..core.kinematics import forward_kinematics, world_to_local
 from ..core.metrics import angle_deg
-from .mapping import JointMapping, build_mapping
 from ..core.rotations import axis_angle_to_matrix, kabsch, matrix_to_axis_angle, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
+from .bvh import LEAF_DIRECTION
+from .mapping import build_mapping
+from .shape_fit import BodyCheck, ShapeFit, check_body, fit_shape, torso_lean_deg
+from .source_rig import (SourceRig, chain_fractions, resample_trunk, smpl_positions, source_rig,
+                         trunk_path)
 
-# Where a leaf joint points in SMPL's T-pose (used to align a source leaf's own direction).
-LEAF_DIRECTION = {"head": (0, 1, 0), "left_foot": (0, 0, 1), "right_foot": (0, 0, 1),
-                  "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}
 # Segments whose directions the quality report compares (both ends must be mapped).
 LIMBS = (("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("left_ankle", "left_foot"),
          ("right_hip", "right_knee"), ("right_knee", "right_ankle"), ("right_ankle", "right_foot"),
          ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"), ("left_wrist", "left_hand"),
          ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"), ("right_wrist", "right_hand"),
          ("pelvis", "neck"), ("neck", "head"))
-# Metres per file unit. "cmu": CMU's ASF/AMC skeletons, and BVH converted from them as they
-# are, measure lengths in 1/0.45 inch (the ASF's `:units length 0.45`).
-LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "cmu": 0.0254 / 0.45}
-ADULT_HEIGHT_M = (1.4, 2.1)     # an adult's stature: the unit that puts the source here wins
-TYPICAL_HEIGHT_M = 1.7          # ... and, if several do, the one nearest this
-BETA_BOUND = 5.0                # |beta| the shape fit may use (+-5 sd of beta 0: 1.23-2.19 m on the neutral body)
-AT_BOUND_SD = 0.1               # a beta this close to the bound counts as held there
-LENGTH_RESIDUAL_LIMIT = 0.05    # RMS relative bone-length miss above which a body is flagged
-REST_POSE_LIMIT_DEG = 120.0     # a zero pose departing further from a standing rest pose
-# (summed degrees, rest_pose_departure) is not trusted; SMPL's own T-pose departs 22
-LEAN_LIMIT_DEG = 10.0  # torso lean differing from the source's by more is flagged (where a skeleton
-# puts its shoulders on the spine moves the figure a few degrees: 7 on the m21 T-pose)
-# The limbs whose lengths set the unit: the same bones on every skeleton convention.
-UNIT_LIMBS = (("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("right_hip", "right_knee"),
-              ("right_knee", "right_ankle"), ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"),
-              ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"))
 
-
-def parse_unit(text):
-    """('name', metres per file unit) from a unit name in LENGTH_UNITS or a positive number
-    of metres; raises SmplIkError naming the choices."""
-    text = str(text).strip()
-    if text in LENGTH_UNITS:
-        return text, LENGTH_UNITS[text]
-    try:
-        metres = float(text)
-    except ValueError:
-        metres = float("nan")
-    if not (math.isfinite(metres) and metres > 0):
-        raise SmplIkError(f"unit {text!r}: use one of {', '.join(LENGTH_UNITS)} or metres per file "
-                          "unit as a positive number (0.01 for centimetres)")
-    return f"{metres:g} m", metres
-
-
-# --- the source skeleton in SMPL's frame -----------------------------------------------------
-
-@dataclass(frozen=True)
-class SourceRig:
-    """A mapped source skeleton: how to bring its joints into SMPL's frame and metres.
-
-    `reference` is the motion frame whose pose is the reference, or -1 for the file's own
-    zero-rotation pose; `ref_positions` (Js, 3) are that pose's joints (SMPL frame, metres).
-    `unit_given`: the unit came from the caller, not from the skeleton's size."""
-
-    mapping: JointMapping
-    to_smpl: np.ndarray      # (3, 3) rotation: SMPL frame from the file's frame
-    unit: float              # metres per file unit
-    unit_name: str
-    ref_positions: np.ndarray
-    reference: int = -1
-    unit_given: bool = False
-
-    @property
-    def reference_note(self):
-        if self.reference < 0:
-            return ""
-        return (f"the file's zero-rotation pose is not a standing rest pose (its bones carry rest "
-                f"orientations): frame {self.reference} is the reference pose")
-
-
-def _fk_offsets(parents, offsets):
-    pos = np.zeros_like(offsets, dtype=float)
-    for j, p in enumerate(parents):
-        pos[j] = offsets[j] if p < 0 else pos[p] + offsets[j]
-    return pos
-
-
-def _nearest_axis(v):
-    """The signed coordinate axis nearest the direction v (3,)."""
-    axis = np.zeros(3)
-    k = int(np.argmax(np.abs(v)))
-    axis[k] = np.sign(v[k])
-    return axis
-
-
-def _snap_to_axes(rot, tolerance_deg=20.0):
-    """The nearest signed axis permutation, when within tolerance (files are axis-aligned)."""
-    snapped = np.stack([_nearest_axis(row) for row in rot])
-    if abs(np.linalg.det(snapped) - 1) > 1e-6:
-        return rot
-    angle = np.degrees(np.arccos(np.clip((np.trace(snapped.T @ rot) - 1) / 2, -1, 1)))
-    return snapped if angle < tolerance_deg else rot
-
-
-def _torso(p):
-    """(mid-hips, up from the hips to the shoulders or neck, left) of SMPL-joint positions
-    (..., 24, 3); NaN where unmapped."""
-    at = lambda name: p[..., JOINT_INDEX[name], :]  # noqa: E731
-    hips = 0.5 * (at("left_hip") + at("right_hip"))
-    shoulders = 0.5 * (at("left_shoulder") + at("right_shoulder"))
-    top = np.where(np.isnan(shoulders), at("neck"), shoulders)
-    left = at("left_hip") - at("right_hip") + at("left_shoulder") - at("right_shoulder")
-    return hips, top - hips, left
-
-
-def rest_pose_departure(p):
-    """How far poses are from a standing rest pose (T-pose, A-pose or arms down), in summed
-    degrees (...,): legs straight and along the spine's downward direction, knees and elbows
-    straight, arms in the body's frontal plane, hips across the spine. p: (..., 24, 3) SMPL
-    joint positions in any frame and unit (NaN where unmapped: those terms count 0)."""
-    at = lambda name: p[..., JOINT_INDEX[name], :]  # noqa: E731
-    _, up, left = _torso(p)
-    forward = np.cross(left, up)
-    terms = [np.abs(90.0 - angle_deg(at("left_hip") - at("right_hip"), up))]
-    for s in ("left", "right"):
-        hip, knee, ankle = at(f"{s}_hip"), at(f"{s}_knee"), at(f"{s}_ankle")
-        shoulder, elbow, wrist = at(f"{s}_shoulder"), at(f"{s}_elbow"), at(f"{s}_wrist")
-        terms += [angle_deg(ankle - hip, -up), angle_deg(knee - hip, ankle - knee),
-                  angle_deg(elbow - shoulder, wrist - elbow),
-                  np.abs(90.0 - angle_deg(elbow - shoulder, forward))]
-    return np.nansum(np.stack(terms), axis=0)
-
-
-def _world_up(p):
-    """The file's up axis (3,) from poses (T, 24, 3): the coordinate axis nearest the median
-    direction from the hips to the shoulders (the actor stands most of the time)."""
-    _, up, _ = _torso(p)
-    up = up / np.linalg.norm(up, axis=-1, keepdims=True)
-    return _nearest_axis(np.nanmedian(up.reshape(-1, 3), axis=0))
-
-
-def _limb_lengths(p):
-    """UNIT_LIMBS lengths (n,) of SMPL-joint positions p (24, 3), NaN where unmapped."""
-    return np.array([np.linalg.norm(p[JOINT_INDEX[b]] - p[JOINT_INDEX[a]]) for a, b in UNIT_LIMBS])
-
-
-def infer_unit(ref_smpl, body):
-    """('name', metres per unit) of a skeleton from its limb lengths: the LENGTH_UNITS entry
-    that makes it an adult's size (ADULT_HEIGHT_M; nearest TYPICAL_HEIGHT_M among several).
-    ref_smpl: (24, 3) reference joints at SMPL joints in file units (NaN where unmapped).
-    The size compares the limbs with `body`'s mean shape, whose height is known."""
-    src = _limb_lengths(ref_smpl)
-    template = _limb_lengths(body.rest_joints(np.zeros(NUM_BETAS)))
-    ok = np.isfinite(src) & (src > 0)
-    if not ok.any():
-        raise SmplIkError("the skeleton's arms and legs have zero length")
-    per_metre = float(np.median(src[ok] / template[ok]))   # file units per metre of the mean body
-    mean_height = measure(body, np.zeros(NUM_BETAS)).height
-
-    def badness(name):
-        height = LENGTH_UNITS[name] * per_metre * mean_height
-        low, high = ADULT_HEIGHT_M
-        outside = max(math.log(low / height), math.log(height / high), 0.0)
-        return outside, abs(math.log(height / TYPICAL_HEIGHT_M))
-
-    name = min(LENGTH_UNITS, key=badness)
-    return name, LENGTH_UNITS[name]
-
-
-def source_rig(skeleton, mapping, body, positions=None, length_unit=None):
-    """Find a mapped skeleton's reference pose, axes and units.
-
-    positions: (T, Js, 3) the motion's joint positions (file frame and units), or None for a
-    skeleton whose OFFSET pose is its true rest (an armature's bone heads). With a motion, a
-    zero pose that departs from a standing rest pose by more than REST_POSE_LIMIT_DEG is not
-    trusted; the frame that departs least is the reference. length_unit: a name or number for
-    `parse_unit`, or None to infer it with `infer_unit`.
-    """
-    ref = _fk_offsets(skeleton.parents, skeleton.offsets)
-    reference = -1
-    if positions is not None and len(positions):
-        zero_pose = smpl_positions(ref, mapping, {})
-        if not rest_pose_departure(zero_pose) <= REST_POSE_LIMIT_DEG:
-            frames = smpl_positions(positions, mapping, {})
-            reference = int(np.argmin(rest_pose_departure(frames)))
-            ref = positions[reference]
-    p = smpl_positions(ref, mapping, {})
-    _, up, left = _torso(p)
-    if not (np.isfinite(left).all() and np.linalg.norm(left) > 1e-9):
-        raise SmplIkError("the skeleton's hips and shoulders do not span a body (zero width)")
-    if not (np.isfinite(up).all() and np.linalg.norm(up) > 1e-9):
-        raise SmplIkError("the skeleton's spine has zero length")
-    if reference < 0:
-        x = unit(left)
-        y = unit(up - (up @ x) * x)
-        frame = _snap_to_axes(np.stack([x, y, np.cross(x, y)]))  # rows: where the file's axes go
-    else:
-        # a motion frame faces anywhere: keep the file's up axis and turn only by quarter turns
-        y = _world_up(frames)
-        x = _nearest_axis(left - (left @ y) * y)
-        frame = np.stack([x, y, np.cross(x, y)])
-    if length_unit is None:
-        name, metres = infer_unit(p, body)
-    else:
-        name, metres = parse_unit(length_unit)
-    return SourceRig(mapping=mapping, to_smpl=frame, unit=metres, unit_name=name,
-                     ref_positions=metres * ref @ frame.T, reference=reference,
-                     unit_given=length_unit is not None)
-
-
-def _chain_fractions(rest_joints, mapped):
-    """Placements {joint: (mapped ancestor, mapped descendant, fraction)} of unmapped joints
-    on the chain between mapped ones, at SMPL's rest proportions. Joints with no mapped
-    descendant get none and follow their parent."""
-    out = {}
-    for j in range(NUM_JOINTS):
-        if mapped[j]:
-            continue
-        a = PARENTS[j]
-        while a >= 0 and not mapped[a]:
-            a = PARENTS[a]
-        path = [j]  # down the first-child chain to a mapped joint
-        while CHILDREN[path[-1]] and not mapped[path[-1]]:
-            path.append(CHILDREN[path[-1]][0])
-        if a < 0 or not mapped[path[-1]]:
-            continue
-        between, k = [], PARENTS[j]
-        while k != a:
-            between.append(k)
-            k = PARENTS[k]
-        chain = [a] + between[::-1] + path
-        lengths = np.linalg.norm(np.diff(rest_joints[chain], axis=0), axis=1)
-        out[j] = (a, path[-1], float(lengths[:chain.index(j)].sum() / max(lengths.sum(), 1e-9)))
-    return out
-
-
-TRUNK = ("pelvis", "spine1", "spine2", "spine3", "neck")
-
-
-def _trunk_path(skeleton, mapping):
-    """Source joints on the tree path from the joint mapped to SMPL's pelvis to the one mapped
-    to its neck (both ends included), or None when either is unmapped."""
-    a, b = (mapping.source[JOINT_INDEX[n]] for n in (TRUNK[0], TRUNK[-1]))
-    if a is None or b is None:
-        return None
-
-    def up(k):
-        out = [k]
-        while skeleton.parents[out[-1]] >= 0:
-            out.append(skeleton.parents[out[-1]])
-        return out
-    ua, ub = up(a), up(b)
-    common = next(k for k in ua if k in ub)
-    return ua[:ua.index(common) + 1] + ub[:ub.index(common)][::-1]
-
-
-def _resample_trunk(points, positions, path, rest_joints):
-    """Place SMPL's spine joints in `points` (..., 24, 3) on the source's trunk polyline
-    (positions (..., Js, 3) of the joints `path`) at SMPL's rest arc-length fractions."""
-    idx = [JOINT_INDEX[n] for n in TRUNK]
-    lengths = np.linalg.norm(np.diff(rest_joints[idx], axis=0), axis=1)
-    fractions = np.cumsum(lengths)[:-1] / lengths.sum()
-    poly = positions[..., path, :]
-    seg = np.linalg.norm(np.diff(poly, axis=-2), axis=-1)                   # (..., n-1)
-    cum = np.concatenate([np.zeros(seg.shape[:-1] + (1,)), np.cumsum(seg, axis=-1)], axis=-1)
-    out = points.copy()
-    for j, f in zip(idx[1:-1], fractions):
-        target = f * cum[..., -1:]                                              # (..., 1)
-        k = np.clip((cum < target).sum(-1) - 1, 0, len(path) - 2)             # segment index
-        k1 = k[..., None, None]
-        p0 = np.take_along_axis(poly, k1, axis=-2)[..., 0, :]
-        p1 = np.take_along_axis(poly, k1 + 1, axis=-2)[..., 0, :]
-        c0 = np.take_along_axis(cum, k[..., None], axis=-1)
-        t = np.clip((target - c0) / np.maximum(np.take_along_axis(seg, k[..., None], axis=-1), 1e-9), 0, 1)
-        out[..., j, :] = p0 + t * (p1 - p0)
-    return out
-
-
-def smpl_positions(positions, mapping, placements):
-    """(..., Js, 3) source positions to (..., 24, 3) positions at SMPL joints (NaN: none)."""
-    out = np.full(positions.shape[:-2] + (NUM_JOINTS, 3), np.nan)
-    for j, s in enumerate(mapping.source):
-        if s is not None:
-            out[..., j, :] = positions[..., s, :]
-    for j, (a, d, f) in placements.items():
-        out[..., j, :] = (1 - f) * out[..., a, :] + f * out[..., d, :]
-    return out
-
-
-# --- shape inversion ---------------------------------------------------------------------------
-
-# Body measurements the shape fit matches: anatomically comparable across skeleton
-# conventions (feet, hands, neck and spine joints sit differently from rig to rig). Each is a
-# chain of points (a joint, or weights over joints); its length is the sum of the distances
-# between consecutive points the source has (unmapped joints drop out of the chain on both
-# skeletons), so a chain made of whole bones measures the same in every pose: the torso goes
-# up the spine to the neck instead of straight to the shoulders, the shoulder width over
-# the collars.
-MID_HIPS = {"left_hip": 0.5, "right_hip": 0.5}
-MEASUREMENTS = {
-    "left thigh": ("left_hip", "left_knee"), "right thigh": ("right_hip", "right_knee"),
-    "left shin": ("left_knee", "left_ankle"), "right shin": ("right_knee", "right_ankle"),
-    "left upper arm": ("left_shoulder", "left_elbow"), "right upper arm": ("right_shoulder", "right_elbow"),
-    "left forearm": ("left_elbow", "left_wrist"), "right forearm": ("right_elbow", "right_wrist"),
-    "hip width": ("right_hip", "left_hip"),
-    "shoulder width": ("right_shoulder", "right_collar", "left_collar", "left_shoulder"),
-    "torso": (MID_HIPS, "pelvis", "spine1", "spine2", "spine3", "neck"),
-}
-
-BONES = tuple(n for n in MEASUREMENTS if n.split()[-1] in ("thigh", "shin", "arm", "forearm"))
-
-
-def _point_weights(point):
-    """(24,) weights over SMPL joints of a MEASUREMENTS point."""
-    w = np.zeros(NUM_JOINTS)
-    for name, k in (point.items() if isinstance(point, dict) else ((point, 1.0),)):
-        w[JOINT_INDEX[name]] = k
-    return w
-
-
-@dataclass(frozen=True)
-class ShapeFit:
-    """Shape inversion result: SMPL joints(betas) ~ source joints, absolute lengths (metres)."""
-
-    betas: np.ndarray          # (10,), each within +-BETA_BOUND
-    names: tuple               # the measurements fitted
-    residual_mm: np.ndarray    # per measurement, |fitted - source| in mm
-    length_ratio: np.ndarray   # per measurement, fitted SMPL length / source length
-    source_m: np.ndarray       # per measurement, the source's length in metres
-
-    @property
-    def at_bound(self):
-        """Indices of the betas at +-BETA_BOUND (within AT_BOUND_SD: the prior keeps a beta that
-        wants to go further a hair inside)."""
-        return tuple(int(k) for k in np.flatnonzero(np.abs(self.betas) >= BETA_BOUND - AT_BOUND_SD))
-
-    @property
-    def length_residual(self):
-        """RMS of |fitted - source| / source (a fraction) over the bones: the thighs, shins,
-        upper arms and forearms, whose ends every convention puts at the same joints (where
-        rigs put the pelvis, neck and collars differs, so widths and torso are left out)."""
-        bones = [k for k, n in enumerate(self.names) if n in BONES]
-        error = 1e-3 * self.residual_mm[bones] / self.source_m[bones]
-        return float(np.sqrt(np.mean(error ** 2))) if bones else float("nan")
-
-    def report(self):
-        return {"betas": np.round(self.betas, 3).tolist(),
-                "length_residual_pct": round(100 * self.length_residual, 2),
-                "measurements": {n: {"source_m": round(float(m), 4), "length_ratio": round(float(q), 3),
-                                     "residual_mm": round(float(r), 1)}
-                                 for n, m, q, r in zip(self.names, self.source_m, self.length_ratio,
-                                                      self.residual_mm)}}
-
-
-def _bounded_lstsq(a_mat, b_vec, bound):
-    """argmin |A x - b| with |x| <= bound: least squares on the free variables, the ones that
-    overshoot held at their bound, until none does (an active-set loop; at most n solves)."""
-    n = a_mat.shape[1]
-    x = np.zeros(n)
-    held = np.zeros(n, bool)
-    for _ in range(n + 1):
-        free = ~held
-        x[free] = np.linalg.lstsq(a_mat[:, free], b_vec - a_mat[:, held] @ x[held], rcond=None)[0]
-        over = free & (np.abs(x) > bound)
-        if not over.any():
-            break
-        worst = np.flatnonzero(over)[np.argmax(np.abs(x[over]))]
-        x[worst] = np.sign(x[worst]) * bound
-        held[worst] = True
-    return x
-
-
-def _chain_lengths(chains, joints):
-    """Lengths (M,) of chains (lists of (24,) segment weights) on rest joints (24, 3) and
-    their derivatives (M, 3 * 24) by the joints."""
-    lengths, grads = [], []
-    for steps in chains:
-        g = np.zeros((NUM_JOINTS, 3))
-        total = 0.0
-        for d in steps:
-            seg = d @ joints
-            n = np.linalg.norm(seg)
-            total += n
-            g += np.outer(d, seg / max(n, 1e-12))
-        lengths.append(total)
-        grads.append(g.ravel())
-    return np.array(lengths), np.array(grads)
-
-
-def fit_shape(body, joints, beta_prior=3e-5, iterations=4, measurements=None, least=6):
-    """Fit betas to the source's limb lengths and body widths, at their absolute size.
-
-    joints: (..., 24, 3) source positions at SMPL joints, one pose or many (metres; NaN where
-    unmapped, or missing from a pose). measurements: {name: chain of points} as MEASUREMENTS
-    (the default) has them; a source whose joints are SMPL's own (a joint file of SMPL's 24)
-    can give every bone. Each chain's source length is the sum over its segments of their
-    median length over the poses that show both its ends, so the fit sees lengths, not the
-    pose the file was drawn in. Joints are linear in betas and a chain's length nearly so: a few Gauss-Newton
-    steps of bounded least squares (betas within +-BETA_BOUND), with a small prior keeping
-    betas near 0 (units: m^2 per beta^2). SmplIkError when fewer than `least` chains are
-    measured.
-    """
-    joints = np.asarray(joints, dtype=np.float64).reshape(-1, NUM_JOINTS, 3)
-    j0 = body.rest_joints(np.zeros(NUM_BETAS))
-    jd = np.stack([body.rest_joints(np.eye(NUM_BETAS)[k]) - j0 for k in range(NUM_BETAS)], axis=-1)
-    names, chains, targets = [], [], []
-    for name, points in (MEASUREMENTS if measurements is None else measurements).items():
-        weights = [_point_weights(p) for p in points]
-        have = [w for w in weights if np.isfinite(joints[:, w != 0]).all(axis=(1, 2)).any()]
-        steps = [b - a for a, b in zip(have[:-1], have[1:])]   # (24,) weights per segment
-        # NaN in the frames that miss an end (a joint file's gaps); a segment no frame shows drops the chain
-        seen = [np.linalg.norm(np.einsum("j,tjc->tc", d[d != 0], joints[:, d != 0]), axis=-1) for d in steps]
-        if not all(np.isfinite(s).any() for s in seen):
-            continue
-        length = sum(np.nanmedian(s) for s in seen)
-        if steps and length >= 1e-3:
-            names.append(name)
-            chains.append(steps)
-            targets.append(length)
-    if len(names) < least:
-        raise SmplIkError(f"too few limbs mapped to fit a body shape ({len(names)} lengths"
-                          + (f": {', '.join(names)}" if names else "") + f"; {least} needed)")
-    targets = np.array(targets)
-    betas = np.zeros(NUM_BETAS)
-    prior = np.sqrt(beta_prior) * np.eye(NUM_BETAS)
-    for _ in range(iterations):
-        lengths, grads = _chain_lengths(chains, j0 + jd @ betas)
-        jac = grads @ jd.reshape(3 * NUM_JOINTS, NUM_BETAS)       # (M, 10)
-        a_mat = np.concatenate([jac, prior])
-        b_vec = np.concatenate([targets - lengths + jac @ betas, np.zeros(NUM_BETAS)])
-        betas = _bounded_lstsq(a_mat, b_vec, BETA_BOUND)
-    fitted, _ = _chain_lengths(chains, body.rest_joints(betas))
-    return ShapeFit(betas=betas, names=tuple(names), residual_mm=1e3 * np.abs(fitted - targets),
-                    length_ratio=fitted / targets, source_m=targets)
-
-
-def invert_shape(skeleton, body, mapping=None, length_unit=None):
-    """Shape inversion for a skeleton whose OFFSET pose is its rest: (ShapeFit, SourceRig).
-    For a motion file, whose zero pose may not be a rest pose, `retarget` finds the reference
-    in the motion itself."""
-    mapping = mapping or build_mapping(skeleton.names)
-    rig = source_rig(skeleton, mapping, body, length_unit=length_unit)
-    return fit_shape(body, smpl_positions(rig.ref_positions, mapping, {})), rig
-
-
-# --- how plausible the body is ---------------------------------------------------------------
-
-def torso_lean_deg(joints):
-    """Mean angle (degrees) over frames between the torso (mid-hips to mid-shoulders) and
-    SMPL's up axis (+Y); joints (T, 24, 3) in SMPL's frame. NaN when unmapped."""
-    _, up, _ = _torso(joints)
-    return float(np.nanmean(angle_deg(up, np.array([0.0, 1.0, 0.0]))))
-
-
-@dataclass(frozen=True)
-class BodyCheck:
-    """Whether a fitted body is plausible: its rest height, largest |beta|, RMS bone-length
-    residual and torso lean against the source's, and a warning for each figure out of range."""
-
-    height_m: float
-    max_abs_beta: float
-    length_residual_pct: float
-    lean_source_deg: float
-    lean_body_deg: float
-    warnings: tuple
-
-    def report(self):
-        """A JSON-ready dict (None for a lean that cannot be measured)."""
-        def num(x, digits):
-            return round(float(x), digits) if math.isfinite(x) else None
-        return {"height_m": num(self.height_m, 3), "max_abs_beta": num(self.max_abs_beta, 2),
-                "length_residual_pct": num(self.length_residual_pct, 2),
-                "torso_lean_deg": {"source": num(self.lean_source_deg, 1), "body": num(self.lean_body_deg, 1)},
-                "warnings": list(self.warnings)}
-
-
-def check_body(body, shape, rig, lean_source, lean_body):
-    """The BodyCheck of a ShapeFit on `body` for SourceRig `rig` (leans in degrees)."""
-    height = measure(body, shape.betas).height
-    warnings = []
-    low, high = ADULT_HEIGHT_M
-    if not rig.unit_given and not low <= height <= high:
-        warnings.append(f"body {height:.2f} m tall, outside {low}-{high} m for an adult: is the file's "
-                        f"unit ({rig.unit_name}) right? Give it with --unit")
-    if shape.at_bound:
-        warnings.append(f"betas {', '.join(map(str, shape.at_bound))} at their bound +-{BETA_BOUND:g}: "
-                        "the source's proportions are outside this body's shape space")
-    if shape.length_residual > LENGTH_RESIDUAL_LIMIT:
-        worst = max((k for k, n in enumerate(shape.names) if n in BONES),
-                    key=lambda k: abs(shape.length_ratio[k] - 1))
-        warnings.append(f"bone lengths miss the source's by {100 * shape.length_residual:.1f}% (RMS; worst "
-                        f"{shape.names[worst]} {100 * (shape.length_ratio[worst] - 1):+.0f}%)")
-    if abs(lean_body - lean_source) > LEAN_LIMIT_DEG:
-        warnings.append(f"torso leans {lean_body:.1f} deg where the source leans {lean_source:.1f} deg")
-    return BodyCheck(height_m=height, max_abs_beta=float(np.abs(shape.betas).max()),
-                     length_residual_pct=100 * shape.length_residual, lean_source_deg=lean_source,
-                     lean_body_deg=lean_body, warnings=tuple(warnings))
-
-
-# --- retargeting ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Retarget:
@@ -629,8 +136,12 @@ def _twist_about(bone, v, target):
 
 
 def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=None):
-    """Retarget a BVH Motion onto `body`; betas default to the shape inversion's.
-    length_unit: the file's unit (a `parse_unit` name or number), or None to infer it."""
+    """Retarget a BVH Motion onto `body` (a BodyModel): a Retarget, poses (T, 24, 3) axis-angle
+    and trans (T, 3) metres in SMPL's frame. mapping: a JointMapping (default: built from the
+    skeleton's names); betas (10,): the body's shape (default: the shape inversion's); polish:
+    swing every joint onto the source's segment directions; length_unit: the file's unit (a
+    `units.parse_unit` name or number), or None to infer it. SmplIkError when the skeleton
+    cannot be mapped or its shape fitted."""
     sk = motion.skeleton
     mapping = mapping or build_mapping(sk.names, motion.path)
     fk = motion.forward()
@@ -643,17 +154,17 @@ def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=No
         betas = shape.betas
     rest = body.rest_joints(betas)
     mapped = np.array(mapping.mapped)
-    placements = _chain_fractions(rest, mapped)
+    placements = chain_fractions(rest, mapped)
 
     glob = c @ fk.rotations @ c.T                          # (T, Js, 3, 3)
     if rig.reference >= 0:  # rotations relative to the reference frame, not to the zero pose
         glob = glob @ np.swapaxes(glob[rig.reference], -1, -2)
     e = smpl_positions(pos, mapping, placements)           # (T, 24, 3)
     e_ref = smpl_positions(rig.ref_positions, mapping, placements)
-    path = _trunk_path(sk, mapping)
+    path = trunk_path(sk, mapping)
     if path is not None:   # the spine's joints where SMPL has them along the source's trunk
-        e = _resample_trunk(e, pos, path, rest)
-        e_ref = _resample_trunk(e_ref, rig.ref_positions, path, rest)
+        e = resample_trunk(e, pos, path, rest)
+        e_ref = resample_trunk(e_ref, rig.ref_positions, path, rest)
     has = ~np.isnan(e_ref[:, 0])
     t = motion.num_frames
 
@@ -725,60 +236,3 @@ def limb_direction_errors(smpl_joints, source_joints):
         ours = smpl_joints[:, ib] - smpl_joints[:, ia]
         out[f"{a}->{b}"] = float(angle_deg(ours[ok], src[ok]).mean())
     return out
-
-
-# --- SMPL skeleton as BVH -------------------------------------------------------------------
-
-SMPL_BVH_UNIT = 100.0  # centimetres, as most BVH tools expect
-_END_SITE_LENGTH_M = 0.1
-
-
-def smpl_bvh_skeleton(rest_joints):
-    """A BVH Skeleton of SMPL's 24 joints (centimetres) with End Sites on the leaves."""
-    from .bvh import END_SITE_SUFFIX, Skeleton
-
-    names, parents, offsets, end_site = [], [], [], []
-    index = {}
-    for j in range(NUM_JOINTS):  # parents precede children in SMPL's order
-        p = PARENTS[j]
-        index[j] = len(names)
-        names.append(JOINT_NAMES[j])
-        parents.append(index[p] if p >= 0 else -1)
-        offsets.append(rest_joints[j] - (rest_joints[p] if p >= 0 else 0.0))
-        end_site.append(False)
-    for j in range(NUM_JOINTS):
-        if not CHILDREN[j]:
-            names.append(JOINT_NAMES[j] + END_SITE_SUFFIX)
-            parents.append(index[j])
-            offsets.append(_END_SITE_LENGTH_M * np.array(LEAF_DIRECTION[JOINT_NAMES[j]], float))
-            end_site.append(True)
-    # BVH wants each joint's children right after it: reorder depth-first
-    order, stack = [], [0]
-    while stack:
-        k = stack.pop()
-        order.append(k)
-        stack.extend(reversed([c for c, p in enumerate(parents) if p == k]))
-    remap = {old: new for new, old in enumerate(order)}
-    chans = ("Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation")
-    return Skeleton(
-        names=tuple(names[k] for k in order),
-        parents=tuple(remap[parents[k]] if parents[k] >= 0 else -1 for k in order),
-        offsets=SMPL_BVH_UNIT * np.array([offsets[k] for k in order]),
-        channels=tuple(() if end_site[k] else (chans if parents[k] < 0 else chans[3:]) for k in order),
-        end_site=tuple(end_site[k] for k in order),
-    ), [order.index(j) for j in range(NUM_JOINTS)]
-
-
-def write_smpl_bvh(path, local_rot, trans, rest_joints, fps):
-    """Write SMPL motion as a BVH of SMPL's skeleton (centimetres, Y up).
-
-    local_rot: (T, 24, 3, 3); trans: (T, 3) metres; rest_joints: (24, 3) for the body's betas.
-    The root's position channels carry the posed pelvis position (rest + trans).
-    """
-    from .bvh import write_bvh
-
-    skeleton, where = smpl_bvh_skeleton(rest_joints)
-    rot = np.broadcast_to(np.eye(3), (len(local_rot), len(skeleton.names), 3, 3)).copy()
-    rot[:, where] = local_rot
-    root = SMPL_BVH_UNIT * (rest_joints[0] + trans)
-    write_bvh(path, skeleton, rot, root, 1.0 / fps)

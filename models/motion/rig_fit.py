@@ -18,7 +18,8 @@ from ..core.errors import SmplIkError
 from ..core.kinematics import analytic_rotations, forward_kinematics
 from ..core.rotations import nearest_rotation
 from .mapping import JointMapping, build_mapping
-from .retarget import ShapeFit, _chain_fractions, fit_shape, smpl_positions, source_rig
+from .shape_fit import ShapeFit, fit_shape
+from .source_rig import chain_fractions, smpl_positions, source_rig
 from ..core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 
 
@@ -107,7 +108,7 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
     fitted = shape.length_ratio * shape.source_m
     mesh_scale = float(fitted @ shape.source_m / (fitted @ fitted))
     body_rest = body.rest_joints(shape.betas)
-    placements = _chain_fractions(body_rest, np.array(mapping.mapped))
+    placements = chain_fractions(body_rest, np.array(mapping.mapped))
     rig_joints = smpl_positions(rig.ref_positions, mapping, placements)
     for j in range(1, NUM_JOINTS):  # joints the rig lacks below its last mapped one: SMPL's offsets
         if np.isnan(rig_joints[j]).any():

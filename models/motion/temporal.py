@@ -1,4 +1,5 @@
-"""Temporal smoothing of solved pose sequences (for baking effector animation)."""
+"""Temporal filters: Gaussian smoothing of solved pose sequences (for baking effector
+animation), a local straight line through a series, and the One Euro filter for a live signal."""
 import numpy as np
 
 from ..core.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
@@ -13,8 +14,9 @@ def gaussian_kernel(sigma):
     return k / k.sum()
 
 
-def _filter(values, kernel):
-    """Convolve (T, ...) along time with edge padding (ends are held, not pulled to zero)."""
+def filter_in_time(values, kernel):
+    """(T, ...) values convolved along time with `kernel` (odd length), edge padded: the ends are
+    held, not pulled to zero."""
     r = len(kernel) // 2
     padded = np.concatenate([np.repeat(values[:1], r, 0), values, np.repeat(values[-1:], r, 0)])
     return sum(w * padded[i:i + len(values)] for i, w in enumerate(kernel))
@@ -51,6 +53,36 @@ def smooth_poses(local_rot, trans, sigma):
         return local_rot, trans
     q = continuous_quats(matrix_to_quat_wxyz(local_rot))    # (T, J, 4), one hemisphere along time
     kernel = gaussian_kernel(sigma)
-    q = _filter(q, kernel)
+    q = filter_in_time(q, kernel)
     q /= np.linalg.norm(q, axis=-1, keepdims=True)
-    return quat_wxyz_to_matrix(q), _filter(trans, kernel)
+    return quat_wxyz_to_matrix(q), filter_in_time(trans, kernel)
+
+
+class OneEuro:
+    """The One Euro filter (Casiez et al. 2012) on arrays of one shape: a low-pass filter whose
+    cutoff rises with the signal's speed, so a still signal is smoothed hard and a moving one
+    follows with little lag. The cutoff (Hz) is min_cutoff at rest and rises by beta per unit
+    of speed (units per second); d_cutoff (Hz) filters the speed itself. Call it with each
+    value and its time in seconds; a time not after the last one starts it afresh."""
+
+    def __init__(self, min_cutoff, beta, d_cutoff):
+        self.min_cutoff, self.beta, self.d_cutoff = min_cutoff, beta, d_cutoff
+        self.value = self.speed = self.time = None
+
+    @staticmethod
+    def _alpha(cutoff, dt):
+        tau = 1.0 / (2 * np.pi * cutoff)
+        return 1.0 / (1.0 + tau / dt)
+
+    def __call__(self, value, time):
+        value = np.asarray(value, dtype=np.float64)
+        if self.value is None or time <= self.time:
+            self.value, self.speed, self.time = value.copy(), np.zeros_like(value), time
+            return value
+        dt = time - self.time
+        speed = (value - self.value) / dt
+        self.speed = self.speed + self._alpha(self.d_cutoff, dt) * (speed - self.speed)
+        cutoff = self.min_cutoff + self.beta * np.abs(self.speed)
+        self.value = self.value + self._alpha(cutoff, dt) * (value - self.value)
+        self.time = time
+        return self.value

@@ -70,6 +70,23 @@ class Camera:
         return float(self.focal_px * sensor_mm / max(self.width, self.height))
 
 
+def solve_root_translation(points, observed, weights, camera):
+    """(3,) the translation t (metres, camera frame) that best puts `points` (N, 3), camera
+    frame, on the pixels `observed` (N, 2) through `camera` (weights (N,)): linear least
+    squares on the projection equations multiplied through by the depth."""
+    f, cx, cy = camera.focal_px, camera.cx, camera.cy
+    du, dv = observed[:, 0] - cx, observed[:, 1] - cy
+    x, y, z = points.T
+    # u: cx + f (x + tx) / -(z + tz)  ->  f tx + du tz = -du z - f x
+    # v: cy - f (y + ty) / -(z + tz)  ->  f ty - dv tz = dv z - f y
+    a = np.zeros((2 * len(points), 3))
+    b = np.zeros(2 * len(points))
+    a[0::2, 0], a[0::2, 2], b[0::2] = f, du, -du * z - f * x
+    a[1::2, 1], a[1::2, 2], b[1::2] = f, -dv, dv * z - f * y
+    w = np.repeat(np.sqrt(weights), 2)
+    return np.linalg.lstsq(a * w[:, None], b * w, rcond=None)[0]
+
+
 def check_image_size(width, height, what="the photo"):
     """SmplIkError for an image too small to hold a person or too large to read."""
     if min(width, height) < 16:

@@ -28,10 +28,8 @@ BBOX_MARGIN = 0.1       # each side, as a fraction of the box, when greying out 
 GREY = 128
 # Each person found is looked at again: their crop (CROP_MARGIN of the box a side), the crop
 # mirrored and the whole photo mirrored; each keypoint is the median of the passes that found
-# the same person (a box overlapping the first by SAME_PERSON_IOU). On rendered motion capture
-# (122 frames, scripts/render_photo_set.py) the keypoints' mean error goes from 3.6% of the
-# person's size to 2.7% (six or eight looks: 2.7%).
-PASSES = 4
+# the same person (a box overlapping the first by SAME_PERSON_IOU).
+PASSES = 4               # looks at each person (docs/training_log.md, "Detector: looking again")
 CROP_MARGIN = 0.25
 SAME_PERSON_IOU = 0.5
 STRIPS = (1 / 2, 1 / 3)  # upright strips searched after the whole photo, as shares of its width

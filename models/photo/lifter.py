@@ -6,7 +6,7 @@ capture (the trainers' clips on the three open bodies) seen through random camer
 from the keypoints a photo shows where in depth each joint most likely is.
 
 Input (`features`): the keypoints of `KEYPOINT_LANDMARKS` (the MediaPipe landmarks the photo
-fit uses, models.photo.fit.KEYPOINTS) as rays through the camera, x / -z and y / -z (so the
+fit uses, models.photo.keypoints.KEYPOINTS) as rays through the camera, x / -z and y / -z (so the
 focal length and the image size drop out), each less the seen keypoints' mean ray and over
 their spread (so the person's distance drops out), times a seen (1) / not seen (0) flag, then
 the flags, then the mean ray itself (how far off the camera's axis the person stands, which
@@ -27,7 +27,7 @@ from ..core.errors import SmplIkError
 from ..core.skeleton import MIRROR, NUM_JOINTS
 from ..ik.nn import WEIGHTS_DIR, linear, load_weights
 from .detect import MIRRORED
-from .fit import KEYPOINTS
+from .keypoints import KEYPOINTS
 
 ARCH = "photo-lifter-v1"
 DEFAULT_LIFTER_WEIGHTS = WEIGHTS_DIR / "photo_lifter.npz"
@@ -38,9 +38,7 @@ NUM_KEYPOINTS = len(KEYPOINT_LANDMARKS)
 KEYPOINT_MIRROR = tuple(KEYPOINT_LANDMARKS.index(int(MIRRORED[lm])) for lm in KEYPOINT_LANDMARKS)
 INPUT_DIM = 3 * NUM_KEYPOINTS + 2
 MIN_SEEN = 4          # fewer seen keypoints than this: nothing to lift
-# A keypoint MediaPipe is at least this sure of counts as seen. Low visibility means likely
-# occluded, yet the place is still close (models.photo.fit.MIN_CONFIDENCE): reading them took
-# the lifter from 129.5 to 107.1 mm PA-MPJPE on the labelled 3DHP photos (rendered: 75.1 -> 74.4)
+# A keypoint MediaPipe is at least this sure of counts as seen (docs/training_log.md, "Lifter: unsure keypoints")
 SEEN_VISIBILITY = 0.05
 
 
@@ -85,8 +83,7 @@ class PhotoLifter:
     """The numpy network. `PhotoLifter.load(path)` checks the file; `__call__(features)` ->
     (B, 24, 3) joints less the pelvis, camera frame, metres. With `mirror` (the default) the
     answer is averaged with the mirrored picture's answer mirrored back, so a mirrored picture
-    gets exactly the mirrored joints (on the labelled 3DHP photos the lifter's PA-MPJPE went
-    from 107.1 to 100.0 mm, on rendered pictures from 74.4 to 74.0)."""
+    gets exactly the mirrored joints (docs/training_log.md, "Lifter: mirrored average")."""
 
     def __init__(self, params, config, mirror=True):
         self.config = config

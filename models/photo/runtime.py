@@ -3,10 +3,14 @@
 LiteRT, an optional package that the per-platform builds of the extension bundle."""
 import functools
 import hashlib
+import importlib
+import importlib.util
 import os
 import threading
 import tomllib
 from pathlib import Path
+
+import numpy as np
 
 from ..core.errors import SmplIkError
 
@@ -36,8 +40,6 @@ def record():
 
 def require_packages(what):
     """Import the detector's packages; MissingPackage naming the first one that is absent."""
-    import importlib
-
     for module, package in PACKAGES:
         try:
             importlib.import_module(module)
@@ -49,8 +51,6 @@ def unavailable(what="pose from a photo"):
     """Why the detector cannot run in this installation, or None: a MissingPackage, or a
     SmplIkError for a model file missing. Packages are looked for, not imported, and files not
     read (model_path checks their contents when a model loads)."""
-    import importlib.util
-
     for module, package in PACKAGES:
         if importlib.util.find_spec(module) is None:
             return MissingPackage(package, what)
@@ -114,8 +114,6 @@ class Model:
         return tuple(int(v) for v in self.input["shape"])
 
     def run(self, array):
-        import numpy as np
-
         array = np.ascontiguousarray(array, dtype=np.float32).reshape(self.input_shape)
         self.interpreter.set_tensor(self.input["index"], array)
         self.interpreter.invoke()

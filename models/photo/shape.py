@@ -14,6 +14,9 @@ import numpy as np
 from ..body.measure import mesh_height
 from ..core.kinematics import forward_kinematics
 from ..core.skeleton import PARENTS
+from .camera import solve_root_translation
+from .fit import MIN_CONFIDENCE, ROBUST_SCALE
+from .keypoints import KEYPOINTS, body_points
 
 SHAPE_FRAMES = 40      # frames the shape is fitted to, spread over the clip
 MIN_SHAPE_FRAMES = 10  # fewer fitted frames than this: the shape is kept
@@ -53,8 +56,6 @@ def clip_shape(fits, detections, camera, body, betas, height=None):
     fitted to, one each; body the BodyModel, betas the shape the fits were made with; height
     the person's in metres where known (None: the height of the body of `betas` is kept).
     Fewer than MIN_SHAPE_FRAMES frames: `betas` as given and a note why."""
-    from .fit import KEYPOINTS, MIN_CONFIDENCE, ROBUST_SCALE, _body_points, _solve_root_translation
-
     betas = np.asarray(betas, dtype=np.float64)
     if len(fits) != len(detections):
         raise ValueError(f"{len(fits)} fits for {len(detections)} detections")
@@ -67,14 +68,15 @@ def clip_shape(fits, detections, camera, body, betas, height=None):
         detection = detections[i]
         x0, y0, x1, y1 = detection.bbox
         frames.append((np.asarray(fits[i].local_rot, dtype=np.float64), np.asarray(fits[i].trans, dtype=np.float64),
-                       np.asarray(detection.image_xy, dtype=np.float64), np.asarray(detection.visibility, dtype=np.float64),
+                       np.asarray(detection.image_xy, dtype=np.float64),
+                       np.asarray(detection.visibility, dtype=np.float64),
                        max(float(np.hypot(x1 - x0, y1 - y0)), 1.0)))
 
     def keypoint_rows(shape):
         """The robust keypoint errors of every chosen frame (in box diagonals, weighted as
         the fit weighs them) with the body of `shape`, then the prior's rows."""
         rest = body.rest_joints(shape)
-        points, kept = _body_points(rest, body, shape)
+        points, kept = body_points(rest, body, shape)
         landmarks = [KEYPOINTS[k][0] for k in kept]
         share = np.array([KEYPOINTS[k][2] for k in kept])
         rows = []
@@ -83,7 +85,7 @@ def clip_shape(fits, detections, camera, body, betas, height=None):
             observed, seen = image_xy[landmarks], visibility[landmarks]
             weight = share * np.where((seen >= MIN_CONFIDENCE) & np.isfinite(observed).all(axis=1), seen, 0.0)
             observed = np.nan_to_num(observed)
-            placed = placed + _solve_root_translation(placed, observed, weight, camera)
+            placed = placed + solve_root_translation(placed, observed, weight, camera)
             err = np.nan_to_num((camera.project(placed) - observed) / diagonal, nan=10.0)
             robust = 1.0 / (1.0 + (np.linalg.norm(err, axis=1) / ROBUST_SCALE) ** 2)
             rows.append((err * np.sqrt(weight * robust)[:, None]).ravel())

@@ -3,10 +3,8 @@
 import torch
 
 from ..core.skeleton import NUM_JOINTS
-from ..ik.effectors import KINDS, Column
-from ..ik.smplik import SIX_POINT_JOINTS
-from .loop import geodesic
-from .rotations import matrix_to_rot6d, unit
+from ..ik.effectors import KINDS, SIX_POINT_INDICES, Column
+from .rotations import geodesic, matrix_to_rot6d, unit
 
 MAX_EFFECTORS = 12   # the deterministic SMPL-IK's training sets; the flow's go to 16
 
@@ -30,7 +28,7 @@ def make_effectors(world, pos, gen, six_share=0.3, max_eff=MAX_EFFECTORS, equal_
         protocol[:, :3] = 0
         kinds = torch.where((torch.rand(b, generator=gen) < equal_kinds)[:, None], protocol, kinds)
     six = torch.rand(b, generator=gen) < six_share
-    joints[six, :6] = torch.tensor(SIX_POINT_JOINTS)
+    joints[six, :6] = torch.tensor(SIX_POINT_INDICES)
     kinds[six] = 0
     count[six] = 6
     mask = (torch.arange(max_eff)[None] < count[:, None]).float()

@@ -5,7 +5,7 @@ from torch import nn
 
 from ..core.skeleton import NUM_JOINTS
 from ..ik.hypotheses import ARCH, ARCHS, DIMS
-from ..ik.smplik import Slot
+from ..ik.slots import Slot
 from .smplik import Block, residual_trunk
 
 

@@ -3,8 +3,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..ik.ikgat import (_CHILD, _LEAF_PARENTS, _LEAVES, _MIRROR_FEATURES, _MIRROR_SIGN, _NON_LEAVES, _SINGLE,
-                        NUM_FEATURES, OUTPUTS, hop_distance)
+from ..ik.ikgat import (LEAF_JOINTS, LEAF_PARENTS, MIRROR_FEATURES, MIRROR_SIGN, NON_LEAF_JOINTS, NUM_FEATURES, OUTPUTS,
+                        SINGLE_CHILD_JOINTS, SINGLE_CHILDREN, hop_distance)
 from .rotations import kabsch, rot6d_to_matrix, shortest_arc, skew, unit
 from ..core.skeleton import CHILDREN, MIRROR, MULTI, NUM_JOINTS, PARENT_OR_SELF
 
@@ -29,16 +29,16 @@ def assemble(positions, rest, twist, leaf, correction=None):
         kids = list(CHILDREN[j])
         world[j] = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :], positions[..., kids, :] - positions[..., j:j + 1, :])
     r0 = world[0][..., None, :, :]
-    a = unit(rest[..., _CHILD, :] - rest[..., _SINGLE, :])
-    d = torch.einsum("...ba,...b->...a", r0, positions[..., _CHILD, :] - positions[..., _SINGLE, :])
-    single = r0 @ shortest_arc(a, d) @ twist_matrix(a, twist[..., _SINGLE, :])
-    for n, j in enumerate(_SINGLE):
+    a = unit(rest[..., SINGLE_CHILDREN, :] - rest[..., SINGLE_CHILD_JOINTS, :])
+    d = torch.einsum("...ba,...b->...a", r0, positions[..., SINGLE_CHILDREN, :] - positions[..., SINGLE_CHILD_JOINTS, :])
+    single = r0 @ shortest_arc(a, d) @ twist_matrix(a, twist[..., SINGLE_CHILD_JOINTS, :])
+    for n, j in enumerate(SINGLE_CHILD_JOINTS):
         world[j] = single[..., n, :, :]
     if correction is not None:
         r0 = world[0]
-        for j in _NON_LEAVES:
+        for j in NON_LEAF_JOINTS:
             world[j] = r0 @ correction[..., j, :, :] @ (r0.transpose(-1, -2) @ world[j])
-    for j, p in zip(_LEAVES, _LEAF_PARENTS):
+    for j, p in zip(LEAF_JOINTS, LEAF_PARENTS):
         world[j] = world[p] @ leaf[..., j, :, :]
     world = torch.stack(world, dim=-3)
     local = world[..., list(PARENT_OR_SELF), :, :].transpose(-1, -2) @ world
@@ -97,8 +97,8 @@ class IkGatTorch(nn.Module):
         x = features(positions, rest)
         out = self.network(x)
         if symmetric:
-            sign = torch.from_numpy(np.tile(_MIRROR_SIGN, out.shape[-1] // 6)).to(out.dtype)
-            mirrored = self.network(x[:, list(MIRROR)] * torch.from_numpy(_MIRROR_FEATURES).to(x.dtype))
+            sign = torch.from_numpy(np.tile(MIRROR_SIGN, out.shape[-1] // 6)).to(out.dtype)
+            mirrored = self.network(x[:, list(MIRROR)] * torch.from_numpy(MIRROR_FEATURES).to(x.dtype))
             out = 0.5 * (out + mirrored[:, list(MIRROR)] * sign)
         six = torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
         twist = out[..., :2] + torch.tensor([1.0, 0.0], dtype=out.dtype)

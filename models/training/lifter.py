@@ -2,6 +2,7 @@
 its training views: posed bodies seen through random cameras, their keypoints as a detector
 would give them (noisy, some unseen)."""
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -9,7 +10,7 @@ from torch import nn
 
 from ..core.skeleton import NUM_JOINTS
 from ..photo.lifter import ARCH, INPUT_DIM, MIN_SEEN, NUM_KEYPOINTS
-from .loop import fk
+from .batches import fk
 from .rotations import axis_angle_to_matrix
 
 
@@ -73,12 +74,22 @@ def _about(axis, angle):
     return axis_angle_to_matrix(vec)
 
 
-def keypoint_points(rot, rest, owners, offsets, size, spread=0.0, gen=None):
+class KeypointTable(NamedTuple):
+    """Where keypoints ride on a body: owners (K,) long, the joint each rides on; offsets
+    (K, 3) from that joint in the rest pose (metres) of a body `size` metres tall."""
+
+    owners: torch.Tensor
+    offsets: torch.Tensor
+    size: float
+
+
+def keypoint_points(rot, rest, table, spread=0.0, gen=None):
     """(joints (B, 24, 3), keypoint points (B, K, 3)) of poses in the body's frame: each
-    keypoint point rides on joint owners[k] at offsets[k] (rest pose, metres, for a body of
-    height `size`), scaled to each body's own height. spread > 0 (metres) moves each pose's
-    keypoints by that standard deviation in their joint's frame (drawn with `gen`): where a
-    detector puts a shoulder or a hip on a person is only roughly where the joint is."""
+    keypoint point rides on joint owners[k] at offsets[k] of `table` (a KeypointTable, or its
+    three values as a tuple), scaled to each body's own height. spread > 0 (metres) moves each
+    pose's keypoints by that standard deviation in their joint's frame (drawn with `gen`): where
+    a detector puts a shoulder or a hip on a person is only roughly where the joint is."""
+    owners, offsets, size = table
     world, pos = fk(rot, rest)
     height = rest[:, :, 1].max(1).values - rest[:, :, 1].min(1).values
     scaled = offsets[None] * (height / size)[:, None, None]

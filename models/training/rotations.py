@@ -93,3 +93,9 @@ def matrix_to_axis_angle(m):
     n = torch.sqrt(n2 + 1e-20)
     factor = torch.where(n2 < 1e-12, 2 / w[..., None], 2 * torch.atan2(n, w[..., None]) / n)
     return v * factor
+
+
+def geodesic(a, b):
+    """Geodesic angle (radians) between rotation batches a, b (..., 3, 3), per rotation (...)."""
+    cos = ((a.transpose(-1, -2) @ b).diagonal(dim1=-2, dim2=-1).sum(-1) - 1) / 2
+    return torch.acos(cos.clamp(-1 + 1e-6, 1 - 1e-6))

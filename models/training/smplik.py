@@ -3,11 +3,11 @@ import torch
 from torch import nn
 
 from .effectors import effector_loss
-from .loop import fk, geodesic
-from .rotations import rot6d_to_matrix
+from .batches import fk
+from .rotations import geodesic, rot6d_to_matrix
 from ..core.skeleton import MIRROR, NUM_JOINTS, PARENT_OR_SELF
 from ..ik.effectors import Column
-from ..ik.smplik import MIRROR_OUT, OUT_SIGN, SLOT_KIND, SLOT_SIGN, SLOT_SOURCE, Slot
+from ..ik.slots import MIRROR_OUT, OUT_SIGN, SLOT_KIND, SLOT_SIGN, SLOT_SOURCE, Slot
 
 
 class Block(nn.Module):
@@ -87,12 +87,13 @@ class SmplIkTorch(nn.Module):
         return {k: v.detach().cpu().numpy() for k, v in self.state_dict().items()}
 
 
-def training_loss(model, rot, rest, world, pos, eff, joint_weight=5.0):
+def training_loss(model, batch, eff, joint_weight=5.0):
     """The deterministic SMPL-IK's loss for one batch: the mean geodesic error (radians) of
-    the predicted local rotations against `rot` (B, 24, 3, 3), plus joint_weight x the mean
-    joint position error (metres) after forward kinematics, plus the effector error
-    (effectors.effector_loss) of the sets `eff` (make_effectors' tuple). rest (B, 24, 3),
-    world (B, 24, 3, 3) and pos (B, 24, 3) are the true pose's (loop.placed_batch)."""
+    the predicted local rotations against the batch's `rot` (B, 24, 3, 3), plus joint_weight x
+    the mean joint position error (metres) after forward kinematics, plus the effector error
+    (effectors.effector_loss) of the sets `eff` (make_effectors' tuple). batch: the true poses,
+    a batches.PlacedBatch (its rest (B, 24, 3), world (B, 24, 3, 3) and pos (B, 24, 3))."""
+    rot, rest, world, pos = batch.rot, batch.rest, batch.world, batch.pos
     joints, feats, mask, kinds, axes = eff
     local, trans = model(joints, feats, mask, rest)
     w_pred, p_pred = fk(local, rest, trans)

@@ -8,13 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import blender_session
+
 ROOT = Path(__file__).resolve().parents[2]
 os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="smpl_ik_test_user_")
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT))
-
-import blender_session  # noqa: E402
-
 bpy = blender_session.start()
 
 

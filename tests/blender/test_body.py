@@ -13,7 +13,7 @@ from models.body.model import load_body_model
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_NAMES, PARENTS
 
-import blender_session
+from benchmarks import blender_session
 from conftest import ROOT
 
 BLENDER_EXT = blender_session.extension_tool()
@@ -123,8 +123,8 @@ def test_missing_photo_packages_message_names_each_zip_as_the_builder_names_it(e
     extension's id and version: the message must name every zip that comes out for this
     Blender's Python and no zip for another, and the platforms must be the ones the build
     script fetches wheels for."""
-    import build_extension
-    import fetch_wheels
+    from benchmarks import extension as build_extension
+    from benchmarks import wheels as fetch_wheels
 
     builds = importlib.import_module(blender_session.MODULE + ".addon.com.builds")
     photo = importlib.import_module(blender_session.MODULE + ".addon.photo.image")

@@ -6,22 +6,22 @@ import warnings
 import bpy
 import pytest
 
-import blender_session
+from benchmarks import blender_session
 from conftest import ROOT
 
 
 def test_demo_scene_builds_without_deprecated_calls():
-    import demo
+    from benchmarks import demo_scene
 
     bridge = importlib.import_module(blender_session.MODULE + ".addon.com.bridge")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        bodies = demo.build_scene(bpy, bridge, (160, 72), 1)
+        bodies = demo_scene.build(bpy, bridge, (160, 72), 1)
     ours = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
             if issubclass(w.category, DeprecationWarning) and str(ROOT) in w.filename]
     assert not ours, ours
     assert len(bodies) >= 4                       # three shapes and the effector-posed body
-    for label, _betas, colour in demo.SHAPES:
+    for label, _betas, colour in demo_scene.SHAPES:
         bsdf = bpy.data.materials[label].node_tree.nodes["Principled BSDF"]
         assert tuple(bsdf.inputs["Base Color"].default_value) == pytest.approx((*colour, 1.0))
     background = bpy.context.scene.world.node_tree.nodes["Background"]
@@ -32,9 +32,9 @@ def test_demo_scene_builds_without_deprecated_calls():
 def test_the_demo_file_is_saved_alone(tmp_path):
     """The .blend is written to a temporary name and renamed: no partial file, and no backup of
     the temporary file Blender saved over, is left beside it."""
-    import demo
+    from benchmarks.render import save_blend
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    demo.save_blend(bpy, tmp_path / "demo.blend")
+    save_blend(bpy, tmp_path / "demo.blend")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.blend"]
 

@@ -3,7 +3,7 @@ that follows the path with one latent, and the refusals (bad settings, no effect
 generative weights)."""
 import importlib
 
-import blender_session
+from benchmarks import blender_session
 import bpy
 import numpy as np
 import pytest
@@ -32,8 +32,8 @@ def net():
 
 
 def solve_options(**kwargs):
-    """The add-on's own models.ik.smplik.SolveOptions (its RefineOptions are the add-on's)."""
-    return importlib.import_module(f"{blender_session.MODULE}.models.ik.smplik").SolveOptions(**kwargs)
+    """The add-on's own models.ik.options.SolveOptions (its RefineOptions are the add-on's)."""
+    return importlib.import_module(f"{blender_session.MODULE}.models.ik.options").SolveOptions(**kwargs)
 
 
 def make_active(obj):

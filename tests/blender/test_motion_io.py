@@ -16,10 +16,10 @@ from models.body.model import load_body_model
 from models.core.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from models.core.skeleton import JOINT_NAMES, PARENTS
 from models.motion.batch import RetargetJob, run_job
-from models.motion.retarget import write_smpl_bvh
+from models.motion.bvh import write_smpl_bvh
 from scene import data_counts, object_fcurves, refused_unchanged
 
-import blender_session
+from benchmarks import blender_session
 
 C = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])   # Blender from SMPL (+90 degrees about X)
 ROT_TOL = 1e-5    # radians

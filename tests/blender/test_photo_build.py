@@ -69,7 +69,7 @@ print("DAMAGED-OK")
                     reason="the test builds and installs the linux-x64 zip")
 @pytest.mark.skipif(not (IMAGES / "bus.jpg").exists(), reason=f"{IMAGES / 'bus.jpg'} not found (the shared photos)")
 def test_the_platform_zip_for_this_blender_installs_and_poses_from_a_photo(tmp_path):
-    import build_extension
+    from benchmarks import extension as build_extension
     from models.photo.runtime import unavailable
 
     problem = unavailable("the platform build")
@@ -90,7 +90,7 @@ def test_each_platform_zip_declares_the_blenders_whose_python_it_is_for():
     """This Blender falls in the version range of the zips for its own Python and outside the
     others' (so Blender refuses to install them); the photo zips carry the model files that the
     plain zip leaves out."""
-    import build_extension
+    from benchmarks import extension as build_extension
 
     def version(text):
         return tuple(int(v) for v in text.split("."))

@@ -12,7 +12,7 @@ import pytest
 from models.core.skeleton import JOINT_NAMES
 from models.photo.runtime import unavailable
 
-import blender_session
+from benchmarks import blender_session
 from conftest import ROOT
 from scene import undo_restores
 
@@ -64,7 +64,7 @@ def overlay(arm, detection):
     joints MediaPipe marks directly (shoulders to wrists, hips to ankles) that it saw; errors
     over the person's box diagonal, share the part within OVERLAY."""
     from bpy_extras.object_utils import world_to_camera_view
-    from models.photo.fit import DIRECT
+    from models.photo.keypoints import DIRECT
 
     scene = bpy.context.scene
     bpy.context.view_layer.update()
@@ -83,7 +83,7 @@ def overlay(arm, detection):
 
 
 def full_body(detection):
-    from models.photo.fit import DIRECT
+    from models.photo.keypoints import DIRECT
 
     return all(detection.visibility[DIRECT[j]] >= VISIBLE for j in FULL_BODY)
 

@@ -14,7 +14,7 @@ from models.body.model import load_body_model
 from models.core.kinematics import forward_kinematics
 from models.core.skeleton import PARENTS
 
-import blender_session
+from benchmarks import blender_session
 from scene import draw_into, joint_world, object_fcurves, quats, update
 
 FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")

@@ -8,9 +8,10 @@ from mathutils import Vector
 
 from models.core.kinematics import forward_kinematics
 from models.core.skeleton import JOINT_NAMES, PARENTS
-from models.ik.smplik import SolveOptions, load_smplik
+from models.ik.options import SolveOptions
+from models.ik.smplik import load_smplik
 
-import blender_session
+from benchmarks import blender_session
 from scene import draw_into, effectors, joint_world, largest_turn_deg, object_fcurves, quats, update
 
 

@@ -27,10 +27,10 @@ def picture(tmp_path_factory):
     target's pixel (x, y) from the bottom left}."""
     from bpy_extras.object_utils import world_to_camera_view
 
-    import render_alternatives
+    from benchmarks import alternatives_scene as render_alternatives
 
     path = tmp_path_factory.mktemp("alternatives") / "alternatives.png"
-    cells, spheres = render_alternatives.build_scene(bpy, SIZE, 4, ALTERNATIVES)
+    cells, spheres = render_alternatives.build(bpy, SIZE, 4, ALTERNATIVES)
     render_alternatives.render(bpy, path, spheres)
     scene = bpy.context.scene
     out = {"path": path, "cells": [], "spheres": np.array([s.matrix_world.translation for s in spheres]),
@@ -48,7 +48,7 @@ def picture(tmp_path_factory):
 
 
 def test_every_body_meets_its_pins_and_each_pin_has_a_sphere(picture):
-    import render_alternatives
+    from benchmarks import alternatives_scene as render_alternatives
 
     assert len(picture["cells"]) == len(render_alternatives.PIN_SETS) * (ALTERNATIVES + 1)
     targets = []
@@ -76,7 +76,7 @@ def test_alternatives_differ_from_the_natural_pose_on_a_free_joint(picture):
 
 
 def test_labels_name_the_pin_sets_and_the_poses(picture):
-    import render_alternatives
+    from benchmarks import alternatives_scene as render_alternatives
 
     texts = picture["texts"]
     rows = len(render_alternatives.PIN_SETS)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import render_motion_video as rmv
+from benchmarks import render as rmv
 
 CLIP = Path(__file__).resolve().parents[3] / "shared" / "data" / "mocap" / "cmu_varied" / "002_05.bvh"
 SIZE = (480, 270)

@@ -12,7 +12,7 @@ import pytest
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES
 
-import blender_session
+from benchmarks import blender_session
 from scene import fcurves, fit, keys, update
 
 CM = 0.01   # the metarigs and the generated rig are in metres

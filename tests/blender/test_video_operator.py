@@ -2,20 +2,15 @@
 its feet held while they stand, seen through the camera it adds with the clip behind; bad
 videos, a person who is not there and a cancelled run leave the scene as it was."""
 import importlib
-import sys
 
 import bpy
 import numpy as np
 import pytest
+import video_clips
 
-import blender_session
-from conftest import ROOT
+from benchmarks import blender_session
+from models.photo.runtime import unavailable
 from scene import object_fcurves, undo_restores
-
-sys.path.insert(0, str(ROOT / "tests"))
-import video_clips  # noqa: E402
-
-from models.photo.runtime import unavailable  # noqa: E402
 
 if unavailable("these tests") is not None:
     pytest.skip(f"{unavailable('these tests')} (requirements-photo.txt; make detector)", allow_module_level=True)

@@ -8,12 +8,14 @@ from models.core.kinematics import forward_kinematics
 from models.core.rotations import geodesic_angle
 from models.core.skeleton import JOINT_INDEX as J
 from models.core.skeleton import PARENTS
-from models.ik.cost import (BALANCE_UNIT, COLLISION_UNIT, HAND_AND_FOREARM, BodyParts, balance_distance,
-                            carrying_feet, closest_on_segments, collision_depth, convex_hull, outside_polygon,
-                            pair_depths, pinned_depth, pose_cost)
+from models.ik.cost import (BALANCE_UNIT, COLLISION_UNIT, HAND_AND_FOREARM, BodyParts, CostOptions, PinnedJoints,
+                            balance_distance, carrying_feet, collision_depth, pinned_depth, pose_cost)
 from models.ik.effectors import Effector, EffectorKind
-from models.ik.refine import (BALANCE_MARGIN, BALANCE_REACH, COLLISION_ALLOWANCE, RefineOptions, _SoftTerms, _Targets,
-                              apply_step, arm_in_body, effector_errors, refine_many, refine_pose)
+from models.ik.geometry import closest_on_segments, convex_hull, outside_polygon, pair_depths
+from models.ik.refine import RefineOptions, arm_in_body, refine_many, refine_pose
+from models.ik.residuals import Targets, effector_errors
+from models.ik.soft_terms import BALANCE_MARGIN, BALANCE_REACH, COLLISION_ALLOWANCE, SoftTerms
+from models.ik.solver import apply_step
 
 P, R = EffectorKind.POSITION, EffectorKind.ROTATION
 OFF = RefineOptions(balance=False, self_collision=False)
@@ -116,7 +118,7 @@ def test_terms_are_zero_on_the_rest_pose_and_standing(body):
     assert np.all(collision_depth(poses, np.zeros(3), rest, parts) == 0)
     # and the refinement leaves a met, balanced, collision-free pose exactly as it was
     effs = pins(hanging, rest, ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle"))
-    terms = _SoftTerms(RefineOptions(), _Targets(effs), rest)
+    terms = SoftTerms(RefineOptions(), Targets(effs), rest)
     assert len(terms.rows(forward_kinematics(hanging, rest, PARENTS, np.zeros(3)))[0]) == 0
     out = refine_pose(hanging, np.zeros(3), rest, effs)
     assert np.array_equal(out.local_rot, refine_pose(hanging, np.zeros(3), rest, effs, OFF).local_rot)
@@ -132,7 +134,8 @@ def test_the_measures_see_a_lean_and_a_forearm_in_the_chest(body):
     # J counts both, in their documented units
     mean, std = np.zeros(69), np.ones(69)
     seg = parts.segments
-    costs = pose_cost(np.stack([a_pose(), arm_across(-120), leaning]), np.zeros(3), rest, seg, mean, std, parts=parts)
+    costs = pose_cost(np.stack([a_pose(), arm_across(-120), leaning]), np.zeros(3), rest,
+                      CostOptions(seg, mean, std, parts=parts))
     assert costs["balance_m"][0] == 0 == costs["collision_m"][0] and costs["balance_m"][2] > 0.1
     assert costs["collision_m"][1] > 0.04
     rest_terms = costs["prior"] + costs["effort_nm"] / 10.0 + 100.0 * costs["limit_excess"]
@@ -254,13 +257,13 @@ def test_a_wrist_pinned_inside_the_chest_is_the_pins_collision(body):
     inside = positions(through, rest)
     assert hand_depth(through, np.zeros(3), rest, parts) > 0.04
     held = {wrist: inside[wrist], J["pelvis"]: inside[J["pelvis"]]}
-    depth = pinned_depth(through, np.zeros(3), rest, parts, held, joints=HAND_AND_FOREARM)
+    depth = pinned_depth(through, np.zeros(3), rest, parts, PinnedJoints(held), joints=HAND_AND_FOREARM)
     assert depth.max() > 0.02
     # the pins elsewhere, or the wrist pinned in front of the chest, put no arm inside
     free = {J["pelvis"]: inside[J["pelvis"]], J["left_ankle"]: inside[J["left_ankle"]]}
-    assert pinned_depth(through, np.zeros(3), rest, parts, free, joints=HAND_AND_FOREARM).max() == 0
+    assert pinned_depth(through, np.zeros(3), rest, parts, PinnedJoints(free), joints=HAND_AND_FOREARM).max() == 0
     front = {wrist: positions(clear, rest)[wrist]}
-    assert pinned_depth(through, np.zeros(3), rest, parts, front, joints=HAND_AND_FOREARM).max() <= 0.01
+    assert pinned_depth(through, np.zeros(3), rest, parts, PinnedJoints(front), joints=HAND_AND_FOREARM).max() <= 0.01
     # the trunk moves off the pinned wrist where its own pins let it: with the pelvis, head and
     # ankles pinned in place it turns away until the arm is out, the pins met
     effs = pins(through, rest, ("pelvis", "head", "left_ankle", "right_ankle", "left_wrist"))
@@ -276,20 +279,24 @@ def test_a_wrist_pinned_inside_the_chest_is_the_pins_collision(body):
     assert pins_met(effs, out, rest) and hand_depth(out.local_rot, out.trans, rest, parts) > 0.02
     # the elbow and wrist both pinned: the forearm lies along the bone between the pins
     both = {wrist: inside[wrist], elbow: inside[elbow]}
-    assert pinned_depth(through, np.zeros(3), rest, parts, both, joints=HAND_AND_FOREARM).max() >= depth.max() - 1e-9
+    assert pinned_depth(through, np.zeros(3), rest, parts, PinnedJoints(both),
+                        joints=HAND_AND_FOREARM).max() >= depth.max() - 1e-9
     # the elbow pinned in place and turned as it is: the forearm is fixed, and as deep as the pose has it
     world = forward_kinematics(through, rest, PARENTS, np.zeros(3)).rotations
     forearm = [n for n, (a, _) in enumerate(parts.capsules.pairs) if parts.capsules.names[a] == "left_elbow"]
     actual = collision_depth(through, np.zeros(3), rest, parts)[forearm].max()
     assert actual > 0.02
-    fixed = pinned_depth(through, np.zeros(3), rest, parts, {elbow: inside[elbow]}, {elbow: world[elbow]})[forearm]
+    fixed = pinned_depth(through, np.zeros(3), rest, parts,
+                         PinnedJoints({elbow: inside[elbow]}, {elbow: world[elbow]}))[forearm]
     assert fixed.max() == pytest.approx(actual, abs=1e-9)
     # the same rotation pinned with the wrist (the elbow's child) in place instead
-    fixed = pinned_depth(through, np.zeros(3), rest, parts, {wrist: inside[wrist]}, {elbow: world[elbow]})[forearm]
+    fixed = pinned_depth(through, np.zeros(3), rest, parts,
+                         PinnedJoints({wrist: inside[wrist]}, {elbow: world[elbow]}))[forearm]
     assert fixed.max() == pytest.approx(actual, abs=1e-9)
     # turned otherwise (the forearm pointing out to the side), the pins no longer put it inside
     out_turn = forward_kinematics(a_pose(), rest, PARENTS, np.zeros(3)).rotations[elbow]
-    loose = pinned_depth(through, np.zeros(3), rest, parts, {elbow: inside[elbow]}, {elbow: out_turn})[forearm]
+    loose = pinned_depth(through, np.zeros(3), rest, parts,
+                         PinnedJoints({elbow: inside[elbow]}, {elbow: out_turn}))[forearm]
     assert loose.max() < actual - 0.01
 
 
@@ -303,7 +310,7 @@ def test_the_rows_jacobian_matches_finite_differences(body):
     fk = forward_kinematics(local, rest, PARENTS, trans)
     outside = balance_distance(local, trans, rest, parts, pinned=(True, True))
     assert -BALANCE_MARGIN < outside < BALANCE_REACH and hand_depth(local, trans, rest, parts) > 0.02
-    terms = _SoftTerms(RefineOptions(), _Targets(effs), rest)
+    terms = SoftTerms(RefineOptions(), Targets(effs), rest)
     r0, jac = terms.rows(fk)
     assert len(r0) >= 3 and np.all(r0 > 0)          # the balance row and at least two arm capsules
     eps, numeric = 1e-6, np.zeros_like(jac)

@@ -1,11 +1,12 @@
 """scripts/benchmark.py on two held-out clips: every method, key and the properties they promise."""
 import json
+import runpy
 import shutil
-import sys
 
 import pytest
 from conftest import ROOT, SHARED_MOCAP
 
+from benchmarks.effectors import worst_errors
 from models.ik.ikgat import DEFAULT_WEIGHTS as IKGAT_WEIGHTS
 from models.ik.flow import DEFAULT_FLOW_WEIGHTS as FLOW_WEIGHTS
 from models.ik.smplik import DEFAULT_WEIGHTS as SMPLIK_WEIGHTS
@@ -19,11 +20,9 @@ def run_benchmark(tmp_path, *options):
     if not clip.exists():
         pytest.skip("../shared/data/mocap is not here (a held-out clip to benchmark on)")
     shutil.copy(clip, tmp_path / clip.name)
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import benchmark
-
+    main = runpy.run_path(str(ROOT / "scripts" / "benchmark.py"))["main"]   # scripts/ is not a package
     out = tmp_path / "bench.json"
-    benchmark.main(["--data", str(tmp_path), "--json", str(out), *options])
+    main(["--data", str(tmp_path), "--json", str(out), *options])
     return json.loads(out.read_text())
 
 
@@ -112,14 +111,12 @@ def test_procrustes_error_removes_exactly_a_similarity_transform(rng):
 def test_worst_errors_keeps_metres_and_radians_apart():
     import numpy as np
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import benchmark
     from models.ik.effectors import Effector, EffectorKind
 
     effs = [Effector("left_wrist", EffectorKind.POSITION, np.zeros(3)),
             Effector("head", EffectorKind.LOOK_AT, np.ones(3)),
             Effector("pelvis", EffectorKind.POSITION, np.zeros(3)),
             Effector("neck", EffectorKind.ROTATION, np.eye(3))]
-    mm, deg = benchmark.worst_errors(effs, [0.002, 0.3, 0.001, 0.1])   # metres, radians, metres, radians
+    mm, deg = worst_errors(effs, [0.002, 0.3, 0.001, 0.1])   # metres, radians, metres, radians
     assert mm == pytest.approx(2.0) and deg == pytest.approx(np.degrees(0.3))
-    assert benchmark.worst_errors(effs[:1], [0.004]) == (pytest.approx(4.0), 0.0)
+    assert worst_errors(effs[:1], [0.004]) == (pytest.approx(4.0), 0.0)

@@ -1,5 +1,5 @@
-"""scripts/benchmark_joint_files.py: joint files with gaps cut into a real clip, converted as
-shipped, by SMPL-IK alone and by straight lines."""
+"""scripts/benchmark_joint_files.py and benchmarks/joint_files.py: joint files with gaps cut into
+a real clip, converted as shipped, by SMPL-IK alone and by straight lines."""
 import json
 import subprocess
 import sys
@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
+from benchmarks import joint_files as bench
 
-import benchmark_joint_files as bench  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 CLIP = ROOT.parent / "shared" / "data" / "mocap" / "cmu_train" / "cmu_walking_20.bvh"
 

@@ -1,6 +1,8 @@
-"""scripts/benchmark_photo.py: its measures on poses with known answers, its reading of labels,
-and runs on a labels.json made here around shared photos (the fit path through a stand-in)."""
+"""scripts/benchmark_photo.py and benchmarks/photo_*: its measures on poses with known answers, its
+reading of labels, and runs on a labels.json made here around shared photos (the fit path through
+a stand-in)."""
 import json
+import runpy
 import shutil
 import subprocess
 import sys
@@ -10,16 +12,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import benchmark_photo as bp  # noqa: E402
+from benchmarks import photo_labels, photo_run, photo_score
+from models.core.errors import SmplIkError
+from models.core.kinematics import forward_kinematics
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import PARENTS
+from models.photo.camera import camera_for_image, default_camera
+from models.photo.detect import box_iou
 
-from models.core.kinematics import forward_kinematics  # noqa: E402
-from models.core.rotations import axis_angle_to_matrix  # noqa: E402
-from models.core.skeleton import PARENTS  # noqa: E402
-from models.core.errors import SmplIkError  # noqa: E402
-from models.photo.camera import camera_for_image, default_camera  # noqa: E402
-from models.photo.detect import box_iou  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 LABELLED = ROOT.parent / "shared" / "data" / "images" / "labelled" / "3dhp"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -27,18 +28,23 @@ PYTHON = str(PYTHON) if PYTHON.exists() else sys.executable
 CAMERA = default_camera(1000, 800)
 
 
+def benchmark_photo(argv):
+    """scripts/benchmark_photo.py's main(argv), run in this process (scripts/ is not a package)."""
+    return runpy.run_path(str(ROOT / "scripts" / "benchmark_photo.py"))["main"](argv)
+
+
 @pytest.fixture(scope="module")
 def pose(open_body):
     """name -> (3,) of the open body at rest 3 m in front of a camera: the points the labels name."""
     rest = open_body.rest_joints(np.zeros(10))
-    points = bp.smpl_points(rest, np.broadcast_to(np.eye(3), (24, 3, 3)), bp.head_offsets(open_body, rest))
+    points = photo_run.smpl_points(rest, np.broadcast_to(np.eye(3), (24, 3, 3)), photo_run.head_offsets(open_body, rest))
     return {n: p + [0.0, -0.8, -3.0] for n, p in points.items()}
 
 
 def frame_of(points_3d, points_2d=None, box=(300.0, 100.0, 700.0, 700.0)):
-    return bp.LabelledFrame(image=Path("x.jpg"), joints_3d=dict(points_3d),
+    return photo_labels.LabelledFrame(image=Path("x.jpg"), joints_3d=dict(points_3d),
                             joints_2d=dict(points_2d if points_2d is not None else
-                                           bp.projected(points_3d, CAMERA)), box=box)
+                                           photo_run.projected(points_3d, CAMERA)), box=box)
 
 
 def turned(points, axis_angle, about):
@@ -47,7 +53,7 @@ def turned(points, axis_angle, about):
 
 
 def test_a_pose_against_itself_scores_nothing(pose):
-    s = bp.score(bp.Estimate(pose, bp.projected(pose, CAMERA)), frame_of(pose))
+    s = photo_score.score(photo_score.Estimate(pose, photo_run.projected(pose, CAMERA)), frame_of(pose))
     assert s["mpjpe_mm"] == pytest.approx(0, abs=1e-9) and s["pa_mpjpe_mm"] == pytest.approx(0, abs=1e-6)
     assert s["limb_deg"] == pytest.approx(0, abs=1e-5) and s["head_deg"] == pytest.approx(0, abs=1e-5)
     assert s["pck2d_gt"] == 1.0 and s["err2d_px"] == 0 and s["head_construction"] == "face"
@@ -58,7 +64,7 @@ def test_a_turned_scaled_pose_has_no_procrustes_error_but_a_joint_error(pose):
     hips = 0.5 * (pose["left_hip"] + pose["right_hip"])
     # 40 degrees about the left-right axis (the head's forward is square to it), then scaled and moved
     other = {n: 1.2 * p + [0.3, 0.1, -1.0] for n, p in turned(pose, [np.radians(40), 0.0, 0.0], hips).items()}
-    s = bp.score(bp.Estimate(other), frame_of(pose))
+    s = photo_score.score(photo_score.Estimate(other), frame_of(pose))
     assert s["pa_mpjpe_mm"] == pytest.approx(0, abs=1e-6)
     assert s["mpjpe_mm"] > 50 and s["limb_deg"] > 10
     assert s["head_deg"] == pytest.approx(40, abs=1e-3)
@@ -70,7 +76,7 @@ def test_a_forearm_bent_90_degrees_is_90_degrees_off(pose):
     elbow, wrist = pose["left_elbow"], pose["left_wrist"]
     square = np.cross(wrist - elbow, [0.0, 1.0, 0.0])
     bent["left_wrist"] = elbow + np.linalg.norm(wrist - elbow) * square / np.linalg.norm(square)
-    s = bp.score(bp.Estimate(bent), frame_of(pose))
+    s = photo_score.score(photo_score.Estimate(bent), frame_of(pose))
     assert s["limbs_deg"]["left_forearm"] == pytest.approx(90, abs=1e-6)
     assert all(v == pytest.approx(0, abs=1e-5) for k, v in s["limbs_deg"].items() if k != "left_forearm")
     assert s["limb_deg"] == pytest.approx(90 / 8, abs=1e-6)
@@ -79,23 +85,23 @@ def test_a_forearm_bent_90_degrees_is_90_degrees_off(pose):
 def test_pck_counts_the_joints_within_a_tenth_of_the_box_diagonal(pose):
     frame = frame_of(pose)
     flat = dict(frame.joints_2d)
-    radius = bp.PCK_FRACTION * frame.box_diagonal_px
+    radius = photo_score.PCK_FRACTION * frame.box_diagonal_px
     assert frame.box_diagonal_px == pytest.approx(np.hypot(400, 600))
     flat["left_wrist"] = flat["left_wrist"] + [1.5 * radius, 0.0]    # out
     flat["right_knee"] = flat["right_knee"] + [0.0, 0.9 * radius]    # still in
     flat["neck"] = np.array([np.nan, np.nan])                        # not projected: out
-    s = bp.score(bp.Estimate(pose, flat), frame)
-    assert s["pck2d_gt"] == pytest.approx((len(bp.COMPARED) - 2) / len(bp.COMPARED))
-    assert s["err2d_px"] == pytest.approx(2.4 * radius / (len(bp.COMPARED) - 1))   # the neck has none
+    s = photo_score.score(photo_score.Estimate(pose, flat), frame)
+    assert s["pck2d_gt"] == pytest.approx((len(photo_labels.COMPARED) - 2) / len(photo_labels.COMPARED))
+    assert s["err2d_px"] == pytest.approx(2.4 * radius / (len(photo_labels.COMPARED) - 1))   # the neck has none
 
 
 def test_only_visible_labelled_joints_count(pose):
     labels = {n: p for n, p in pose.items() if n != "left_wrist"}
     bent = dict(pose, left_wrist=pose["left_wrist"] + [0.0, 0.5, 0.0])
-    s = bp.score(bp.Estimate(bent), frame_of(labels))
+    s = photo_score.score(photo_score.Estimate(bent), frame_of(labels))
     assert s["mpjpe_mm"] == pytest.approx(0, abs=1e-9) and "left_forearm" not in s["limbs_deg"]
     no_hips = {n: p for n, p in pose.items() if n != "left_hip"}
-    s = bp.score(bp.Estimate(pose), frame_of(no_hips))
+    s = photo_score.score(photo_score.Estimate(pose), frame_of(no_hips))
     assert "mpjpe_mm" not in s and "pa_mpjpe_mm" not in s and "left_thigh" not in s["limbs_deg"]
 
 
@@ -103,16 +109,16 @@ def test_the_head_faces_by_nose_and_ears_where_the_labels_have_them(pose):
     head = pose["head_top"]
     assert {"nose", "left_ear", "right_ear"} <= set(pose)
     nodding = turned(pose, [np.radians(25), 0.0, 0.0], head)   # the whole pose: face and crown alike
-    s = bp.score(bp.Estimate(nodding), frame_of(pose))
+    s = photo_score.score(photo_score.Estimate(nodding), frame_of(pose))
     assert s["head_construction"] == "face" and s["head_deg"] == pytest.approx(25, abs=1e-3)
     no_face = {n: p for n, p in pose.items() if n != "nose"}
-    s = bp.score(bp.Estimate(nodding), frame_of(no_face))
+    s = photo_score.score(photo_score.Estimate(nodding), frame_of(no_face))
     assert s["head_construction"] == "crown" and s["head_deg"] == pytest.approx(25, abs=1e-3)
     # the crown figure sees a bow: only the head top moves forward, 30 degrees about the neck
     bowed = dict(pose, head_top=turned({"t": pose["head_top"]}, [np.radians(30), 0.0, 0.0], pose["neck"])["t"])
-    s = bp.score(bp.Estimate(bowed), frame_of(no_face))
+    s = photo_score.score(photo_score.Estimate(bowed), frame_of(no_face))
     assert s["head_deg"] == pytest.approx(30, abs=1e-3)
-    s = bp.score(bp.Estimate({n: p for n, p in pose.items() if n != "head_top"}), frame_of(no_face))
+    s = photo_score.score(photo_score.Estimate({n: p for n, p in pose.items() if n != "head_top"}), frame_of(no_face))
     assert "head_deg" not in s   # a method without a head top gets no crown figure
 
 
@@ -125,7 +131,7 @@ def test_labels_in_any_order_with_unknown_names(tmp_path):
          "joints_2d_px": j2.tolist(), "bbox_center_px": [100, 200], "bbox_scale_200px": 0.5},
         {"image": "b.jpg", "joints_2d_px": j2.tolist(), "visible_2d": [0, 1, 1, 1, 1, 1],
          "bbox_center_px": [0, 0], "bbox_scale_200px": 1.0}]}))
-    a, b = bp.read_labels(tmp_path)
+    a, b = photo_labels.read_labels(tmp_path)
     assert a.image == tmp_path / "a.jpg" and a.box == (50.0, 150.0, 150.0, 250.0)
     assert set(a.joints_3d) == {"left_knee", "head_top", "nose", "left_ankle"}   # tail unknown, hip hidden
     np.testing.assert_array_equal(a.joints_3d["head_top"], [6.0, -7.0, -8.0])    # OpenCV -> camera axes
@@ -134,7 +140,7 @@ def test_labels_in_any_order_with_unknown_names(tmp_path):
     (tmp_path / "labels.json").write_text(json.dumps({"joint_names": names, "frames": [
         {"image": "a.jpg", "joints_2d_px": j2[:5].tolist(), "bbox_center_px": [0, 0], "bbox_scale_200px": 1}]}))
     with pytest.raises(SystemExit, match="joints_2d_px"):
-        bp.read_labels(tmp_path)
+        photo_labels.read_labels(tmp_path)
 
 
 def test_the_up_figure_is_the_angle_to_the_labelled_up(tmp_path, pose):
@@ -143,28 +149,28 @@ def test_the_up_figure_is_the_angle_to_the_labelled_up(tmp_path, pose):
         {"image": "a.jpg", "joints_2d_px": [[1, 2]], "bbox_center_px": [0, 0], "bbox_scale_200px": 1,
          "up_camera": [0.0, -2.0, 0.0]},
         {"image": "b.jpg", "joints_2d_px": [[1, 2]], "bbox_center_px": [0, 0], "bbox_scale_200px": 1}]}))
-    a, b = bp.read_labels(tmp_path)
+    a, b = photo_labels.read_labels(tmp_path)
     np.testing.assert_array_equal(a.up, [0.0, 1.0, 0.0])      # OpenCV's -Y is up, made unit
     assert b.up is None
     tilted = [0.0, np.cos(np.radians(20)), np.sin(np.radians(20))]
-    frame = bp.LabelledFrame(image=Path("x.jpg"), joints_3d=pose, joints_2d={}, box=(0, 0, 1, 1), up=a.up)
-    assert bp.score(bp.Estimate(pose, up=np.array(tilted)), frame)["up_deg"] == pytest.approx(20.0)
-    assert "up_deg" not in bp.score(bp.Estimate(pose), frame)     # no estimate, no figure
+    frame = photo_labels.LabelledFrame(image=Path("x.jpg"), joints_3d=pose, joints_2d={}, box=(0, 0, 1, 1), up=a.up)
+    assert photo_score.score(photo_score.Estimate(pose, up=np.array(tilted)), frame)["up_deg"] == pytest.approx(20.0)
+    assert "up_deg" not in photo_score.score(photo_score.Estimate(pose), frame)     # no estimate, no figure
     (tmp_path / "labels.json").write_text(json.dumps({"joint_names": names, "frames": [
         {"image": "a.jpg", "joints_2d_px": [[1, 2]], "bbox_center_px": [0, 0], "bbox_scale_200px": 1,
          "up_camera": [0, 0]}]}))
     with pytest.raises(SystemExit, match="up_camera"):
-        bp.read_labels(tmp_path)
+        photo_labels.read_labels(tmp_path)
 
 
 def test_the_labelled_person_is_the_best_overlapping_detection():
     box = (100.0, 100.0, 300.0, 500.0)
     near, far, beside = (SimpleNamespace(bbox=b) for b in
                          ((120.0, 150.0, 280.0, 480.0), (700.0, 100.0, 900.0, 500.0), (250.0, 100.0, 450.0, 500.0)))
-    person, overlap = bp.labelled_person([far, beside, near], box)
+    person, overlap = photo_run.labelled_person([far, beside, near], box)
     assert person is near and overlap == pytest.approx(160 * 330 / (200 * 400))
-    assert bp.labelled_person([far], box) == (None, 0.0)
-    assert bp.labelled_person([], box) == (None, 0.0)
+    assert photo_run.labelled_person([far], box) == (None, 0.0)
+    assert photo_run.labelled_person([], box) == (None, 0.0)
 
 
 def test_coco_keypoints_read_as_one_2d_frame_per_person(tmp_path):
@@ -179,7 +185,7 @@ def test_coco_keypoints_read_as_one_2d_frame_per_person(tmp_path):
         "images": [{"id": 7, "file_name": "a.jpg"}, {"id": 8, "file_name": "b.jpg"}],
         "annotations": [note, {**note, "iscrowd": 1}, {**note, "num_keypoints": 0},
                         {**note, "bbox": [0, 0, 10, 10]}, {**note, "image_id": 8}]}))
-    frames = bp.read_labels(tmp_path)
+    frames = photo_labels.read_labels(tmp_path)
     assert [(f.image.name, f.person) for f in frames] == [("a.jpg", 0), ("a.jpg", 1), ("b.jpg", 0)]
     a = frames[0]
     assert a.joints_3d == {} and a.box == (5.0, 6.0, 105.0, 206.0)
@@ -194,7 +200,7 @@ def test_mpii_keypoints_read_with_their_joint_order_and_box(tmp_path):
     vis[10] = 0             # right_wrist not labelled
     (tmp_path / "keypoints.json").write_text(json.dumps([
         {"image": "m.jpg", "joints": joints.tolist(), "joints_vis": vis, "center": [300, 400], "scale": 2.0}]))
-    (frame,) = bp.read_labels(tmp_path)
+    (frame,) = photo_labels.read_labels(tmp_path)
     assert frame.box == (100.0, 200.0, 500.0, 600.0) and frame.person is None
     np.testing.assert_array_equal(frame.joints_2d["right_ankle"], joints[0])
     np.testing.assert_array_equal(frame.joints_2d["left_wrist"], joints[15])
@@ -202,7 +208,7 @@ def test_mpii_keypoints_read_with_their_joint_order_and_box(tmp_path):
     (tmp_path / "keypoints.json").write_text(json.dumps([{"image": "m.jpg", "joints": joints[:15].tolist(),
                                                           "joints_vis": vis, "center": [0, 0], "scale": 1}]))
     with pytest.raises(SystemExit, match="keypoints.json.*joints"):
-        bp.read_labels(tmp_path)
+        photo_labels.read_labels(tmp_path)
 
 
 def test_each_labelled_person_gets_a_detection_of_their_own():
@@ -212,17 +218,17 @@ def test_each_labelled_person_gets_a_detection_of_their_own():
     wide, right = SimpleNamespace(bbox=(0.0, 0.0, 300.0, 400.0)), SimpleNamespace(bbox=(180.0, 0.0, 300.0, 400.0))
     left_box, right_box, empty = (0.0, 0.0, 150.0, 400.0), (160.0, 0.0, 300.0, 400.0), (900.0, 0.0, 950.0, 50.0)
     assert box_iou(wide.bbox, right_box) < box_iou(right.bbox, right_box)
-    (l, l_iou), (r, r_iou), (e, e_iou) = bp.match_people([wide, right], [left_box, right_box, empty])
+    (l, l_iou), (r, r_iou), (e, e_iou) = photo_run.match_people([wide, right], [left_box, right_box, empty])
     assert l is wide and r is right and e is None and e_iou == 0.0
     assert l_iou == pytest.approx(150 / 300) and r_iou == pytest.approx(120 / 140)
     # one detection, two people overlapping it: the one it overlaps most has it, the other
     # none (with their best overlap), not the same detection twice
-    (first, first_iou), (second, _) = bp.match_people([wide], [left_box, (0.0, 0.0, 290.0, 400.0)])
+    (first, first_iou), (second, _) = photo_run.match_people([wide], [left_box, (0.0, 0.0, 290.0, 400.0)])
     assert first is None and first_iou == pytest.approx(0.5) and second is wide
 
 
 def test_the_overlay_counts_visible_keypoints_within_five_percent_of_the_box_diagonal():
-    from models.photo.fit import DIRECT
+    from models.photo.keypoints import DIRECT
 
     xy = np.zeros((33, 2))
     for k, i in enumerate(DIRECT.values()):
@@ -235,9 +241,9 @@ def test_the_overlay_counts_visible_keypoints_within_five_percent_of_the_box_dia
     points[names[0]] += 100.0                                     # off, but not seen
     points[names[1]] += (24.0, 0.0)                               # 4.8%: in
     points[names[2]] += (0.0, 26.0)                               # 5.2%: out
-    assert bp.overlay_share(points, detection) == pytest.approx((len(DIRECT) - 2) / (len(DIRECT) - 1))
+    assert photo_run.overlay_share(points, detection) == pytest.approx((len(DIRECT) - 2) / (len(DIRECT) - 1))
     vis[:] = 0.0
-    assert bp.overlay_share(points, detection) is None
+    assert photo_run.overlay_share(points, detection) is None
 
 
 # --- runs on photos -----------------------------------------------------------------------
@@ -298,12 +304,12 @@ def fake_fit(calls, lifters=None):
     """A stand-in for fit_to_image: the lift, its pelvis on the ray through the detected hips'
     midpoint, as deep as makes a 1.7 m person as tall as the detection's box (the cameras it
     is given go to `calls`, the lifters to `lifters`)."""
-    from models.photo.fit import pose_from_detection
+    from models.photo.start import pose_from_detection
 
-    def fit_to_image(detection, rest, camera, body=None, lifter=None):
+    def fit_to_image(detection, rest, camera, body=None, options=None):
         calls.append(camera)
         if lifters is not None:
-            lifters.append(lifter)
+            lifters.append(options.lifter)
         pose = pose_from_detection(detection, rest)
         fk = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans)
         u, v = detection.image_xy[[23, 24]].mean(0)
@@ -321,7 +327,7 @@ def test_the_fit_path_through_the_photos_camera(photo_set, tmp_path, monkeypatch
 
     calls = []
     monkeypatch.setattr(fit, "fit_to_image", fake_fit(calls))
-    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "a.json")])
+    benchmark_photo(["--data", str(photo_set), "--json", str(tmp_path / "a.json")])
     report = json.loads((tmp_path / "a.json").read_text())
     methods = report["methods"]
     # the camera a user gets, not the labels' intrinsics
@@ -335,7 +341,7 @@ def test_the_fit_path_through_the_photos_camera(photo_set, tmp_path, monkeypatch
     def failing_fit(*_args, **_kwargs):
         raise SmplIkError("cannot fit a body to this person")
     monkeypatch.setattr(fit, "fit_to_image", failing_fit)
-    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "b.json")])
+    benchmark_photo(["--data", str(photo_set), "--json", str(tmp_path / "b.json")])
     methods = json.loads((tmp_path / "b.json").read_text())["methods"]
     assert methods["fit"] == {"frames": 0, "skipped": "cannot fit a body to this person"}
     assert "pck2d_gt" not in methods["lift"] and "pck2d_gt_missing" in methods["lift"]
@@ -348,7 +354,7 @@ def test_a_given_lifter_is_the_one_the_fit_and_the_lifter_row_use(photo_set, tmp
 
     calls, lifters = [], []
     monkeypatch.setattr(fit, "fit_to_image", fake_fit(calls, lifters))
-    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "shipped.json")])
+    benchmark_photo(["--data", str(photo_set), "--json", str(tmp_path / "shipped.json")])
     assert lifters == [None]   # the shipped one, loaded where it is used
     # the shipped weights with their output layer halved: every lifted joint comes out half as far from the pelvis
     halved = tmp_path / "halved.npz"
@@ -357,7 +363,7 @@ def test_a_given_lifter_is_the_one_the_fit_and_the_lifter_row_use(photo_set, tmp
     arrays["out.weight"] = 0.5 * arrays["out.weight"]
     arrays["out.bias"] = 0.5 * arrays["out.bias"]
     np.savez(halved, **arrays)
-    bp.main(["--data", str(photo_set), "--json", str(tmp_path / "halved.json"), "--lifter", str(halved)])
+    benchmark_photo(["--data", str(photo_set), "--json", str(tmp_path / "halved.json"), "--lifter", str(halved)])
     assert len(lifters) == 2 and lifters[1] is not None
     assert np.array_equal(lifters[1].p["out.weight"], arrays["out.weight"])
     report = json.loads((tmp_path / "halved.json").read_text())
@@ -370,5 +376,5 @@ def test_a_given_lifter_is_the_one_the_fit_and_the_lifter_row_use(photo_set, tmp
     not_weights = tmp_path / "notes.npz"
     not_weights.write_text("not weights")
     with pytest.raises(SystemExit, match="notes.npz"):
-        bp.main(["--data", str(photo_set), "--json", str(tmp_path / "c.json"), "--lifter", str(not_weights)])
+        benchmark_photo(["--data", str(photo_set), "--json", str(tmp_path / "c.json"), "--lifter", str(not_weights)])
     assert not (tmp_path / "c.json").exists()

@@ -1,4 +1,4 @@
-"""scripts/benchmark_video.py and the truth scripts/render_motion_video.py renders: the
+"""scripts/benchmark_video.py (benchmarks/video.py) and the truth benchmarks/render.py renders: the
 measures over time on tracks with known answers, the camera and contacts of a clip's truth
 (no Blender), the clips chosen, and one tiny run end to end (rendered headless, then the
 video pipeline) for the JSON's layout."""
@@ -12,16 +12,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import benchmark_video as bv  # noqa: E402
-import render_motion_video as rmv  # noqa: E402
+from benchmarks import render as rmv
+from benchmarks import video as bv
+from models.core.kinematics import forward_kinematics
+from models.core.metrics import acceleration_error, foot_skating, procrustes_error
+from models.core.rotations import axis_angle_to_matrix
+from models.core.skeleton import PARENTS
+from models.photo.camera import default_camera
 
-from models.core.kinematics import forward_kinematics  # noqa: E402
-from models.core.metrics import acceleration_error, foot_skating, procrustes_error  # noqa: E402
-from models.core.rotations import axis_angle_to_matrix  # noqa: E402
-from models.core.skeleton import PARENTS  # noqa: E402
-from models.photo.camera import default_camera  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SHARED = ROOT.parent / "shared" / "data" / "mocap"
 VARIED = SHARED / "cmu_varied"
@@ -175,7 +174,7 @@ def test_a_foot_is_in_contact_where_it_is_low_and_slow():
 def walk_scene():
     if not WALK.is_file():
         pytest.skip(f"the shared motion capture ({WALK}) is absent")
-    return rmv.build_scene(WALK, rmv.RenderOptions(frames=60, resolution=(640, 360)))
+    return rmv.clip_scene(WALK, rmv.RenderOptions(frames=60, resolution=(640, 360)))
 
 
 def test_the_truth_is_the_rendered_body_in_the_camera_frame(walk_scene, open_body):
@@ -204,7 +203,7 @@ def test_the_truth_is_the_rendered_body_in_the_camera_frame(walk_scene, open_bod
 
 def test_the_truth_of_a_walk_hardly_skates(walk_scene):
     truth = walk_scene.truth
-    feet = truth["joints"][:, [bv.FEET]][:, 0]
+    feet = truth["joints"][:, [rmv.CONTACT_INDICES]][:, 0]
     assert 1000 * foot_skating(feet, truth["contact"], truth["up"]) < 5.0   # below CONTACT_SPEED's 10 mm a frame
 
 

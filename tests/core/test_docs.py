@@ -204,7 +204,8 @@ def test_readme_gives_the_shapes_retarget_returns(tmp_path, open_body):
 
     from models.core.rotations import axis_angle_to_matrix
     from models.motion.bvh import read_bvh
-    from models.motion.retarget import retarget, write_smpl_bvh
+    from models.motion.bvh import write_smpl_bvh
+    from models.motion.retarget import retarget
 
     line = next(l for doc in [ROOT / "README.md"] for l in lines(doc) if "print(result.poses.shape" in l.text)
     printed, _, comment = line.text.partition("#")
@@ -222,9 +223,7 @@ def test_readme_gives_the_shapes_retarget_returns(tmp_path, open_body):
 
 # --- code blocks --------------------------------------------------------------------------
 BLENDER_PRELUDE = """\
-import sys
-sys.path.insert(0, "scripts")
-import blender_session
+from benchmarks import blender_session
 blender_session.start()   # as in Blender with the extension enabled
 """
 

@@ -2,38 +2,35 @@
 dirtying the work tree."""
 import json
 import re
-import sys
 import tomllib
 
+from benchmarks.extension import write_sizes
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_extension  # noqa: E402
 
 PLAIN, LINUX = "smpl_ik-0.1.0.zip", "smpl_ik-0.1.0-linux_x64.zip"
 
 
 def test_sizes_are_written_only_when_a_recorded_size_changes(tmp_path):
     path = tmp_path / "extension_sizes.json"
-    assert build_extension.write_sizes(path, {PLAIN: 14_882_739, LINUX: 125_893_101}, keep_others=False)
+    assert write_sizes(path, {PLAIN: 14_882_739, LINUX: 125_893_101}, keep_others=False)
     first = path.read_text()
     assert json.loads(first) == {"zips": {LINUX: {"mb": 125.9}, PLAIN: {"mb": 14.9}}}
     stamp = path.stat().st_mtime_ns
     # an edit to a shipped file moves a zip by some bytes: the README's 14.9 MB stands
-    assert not build_extension.write_sizes(path, {PLAIN: 14_882_761, LINUX: 125_893_000}, keep_others=False)
+    assert not write_sizes(path, {PLAIN: 14_882_761, LINUX: 125_893_000}, keep_others=False)
     assert path.read_text() == first and path.stat().st_mtime_ns == stamp
     # a size the README would quote differently is written
-    assert build_extension.write_sizes(path, {PLAIN: 15_010_000, LINUX: 125_893_101}, keep_others=False)
+    assert write_sizes(path, {PLAIN: 15_010_000, LINUX: 125_893_101}, keep_others=False)
     assert json.loads(path.read_text())["zips"][PLAIN] == {"mb": 15.0}
 
 
 def test_a_plain_build_keeps_the_platform_sizes(tmp_path):
     path = tmp_path / "extension_sizes.json"
-    build_extension.write_sizes(path, {PLAIN: 14_882_739, LINUX: 125_893_101}, keep_others=False)
-    assert build_extension.write_sizes(path, {PLAIN: 16_000_000}, keep_others=True)
+    write_sizes(path, {PLAIN: 14_882_739, LINUX: 125_893_101}, keep_others=False)
+    assert write_sizes(path, {PLAIN: 16_000_000}, keep_others=True)
     assert json.loads(path.read_text())["zips"] == {LINUX: {"mb": 125.9}, PLAIN: {"mb": 16.0}}
     # a full build drops a zip that is no longer built
-    assert build_extension.write_sizes(path, {PLAIN: 16_000_000}, keep_others=False)
+    assert write_sizes(path, {PLAIN: 16_000_000}, keep_others=False)
     assert json.loads(path.read_text())["zips"] == {PLAIN: {"mb": 16.0}}
 
 

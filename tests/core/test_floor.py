@@ -75,10 +75,10 @@ def test_z_up_and_y_up_measure_the_same_clip_alike(open_body, walking):
     betas, poses, trans, _ = walking
     pelvis = open_body.rest_joints(betas)[0]
     poses_z, trans_z = amass.z_up_from_smpl_frame(poses, trans, pelvis)
-    y_up = floor.lowest_point(open_body, betas, poses, trans, up_axis="Y")
-    z_up = floor.lowest_point(open_body, betas, poses_z, trans_z, up_axis="Z")
+    y_up = floor.lowest_point(open_body, betas, poses, trans, floor.LowestPointOptions(up_axis="Y"))
+    z_up = floor.lowest_point(open_body, betas, poses_z, trans_z, floor.LowestPointOptions(up_axis="Z"))
     assert abs(y_up.height - z_up.height) < 1e-9 and np.abs(y_up.per_frame - z_up.per_frame).max() < 1e-9
-    wrong = floor.lowest_point(open_body, betas, poses_z, trans_z, up_axis="Y")   # along the wrong axis
+    wrong = floor.lowest_point(open_body, betas, poses_z, trans_z, floor.LowestPointOptions(up_axis="Y"))   # along the wrong axis
     assert abs(wrong.height - y_up.height) > 0.1
 
 
@@ -122,7 +122,7 @@ def test_bad_arrays_are_refused_with_a_message(open_body):
     with pytest.raises(SmplIkError, match="trans to measure are not all finite"):
         floor.lowest_point(open_body, np.zeros(10), poses, trans)
     with pytest.raises(SmplIkError, match="up axis 'X'"):
-        floor.lowest_point(open_body, np.zeros(10), poses, np.zeros((3, 3)), up_axis="X")
+        floor.lowest_point(open_body, np.zeros(10), poses, np.zeros((3, 3)), floor.LowestPointOptions(up_axis="X"))
 
 
 # --- what the import does with the lowest point --------------------------------------------------

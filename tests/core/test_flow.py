@@ -8,11 +8,12 @@ from models.core.errors import SmplIkError
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
 from models.body.measure import DENSITY
-from models.ik.cost import Segments, effort, pose_cost
+from models.ik.cost import CostOptions, Segments, effort, pose_cost
 from models.ik.effectors import Effector, encode_effectors
 from models.ik.flow import DEFAULT_FLOW_WEIGHTS, DIMS, PoseFlow
 from models.ik.nn import prepare, save_weights
-from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk, SolveOptions
+from models.ik.options import SampleOptions, SolveOptions
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
 
 torch = pytest.importorskip("torch")
 SHIPPED = pytest.mark.skipif(not (DEFAULT_WEIGHTS.exists() and DEFAULT_FLOW_WEIGHTS.exists()),
@@ -188,11 +189,11 @@ def test_cost_prefers_a_hanging_arm_and_counts_the_body_mass(open_body):
     held, hanging = effort(t_pose, np.zeros(3), rest, seg), effort(arms_down, np.zeros(3), rest, seg)
     assert held - hanging > 10   # two arms of 3-4 kg held out: over 10 newton-metres more
     mean, std = np.zeros(DIMS - 3), np.ones(DIMS - 3)
-    costs = pose_cost(np.stack([t_pose, arms_down]), np.zeros(3), rest, seg, mean, std)
+    costs = pose_cost(np.stack([t_pose, arms_down]), np.zeros(3), rest, CostOptions(seg, mean, std))
     assert costs["cost"][1] < costs["cost"][0] and np.all(costs["limit_excess"] == 0)
     bent_back = t_pose.copy()
     bent_back[JOINT_INDEX["left_knee"]] = axis_angle_to_matrix(np.array([-0.6, 0, 0]))   # 34 degrees past straight
-    assert pose_cost(bent_back, np.zeros(3), rest, seg, mean, std)["limit_excess"] > 0.05
+    assert pose_cost(bent_back, np.zeros(3), rest, CostOptions(seg, mean, std))["limit_excess"] > 0.05
 
 
 @pytest.fixture(scope="module")
@@ -218,15 +219,15 @@ def test_natural_is_deterministic_and_meets_the_effectors(shipped, held_out_pose
 def test_samples_differ_and_all_meet_the_effectors(shipped, held_out_poses):
     _, rest, _, pos = held_out_poses
     effectors = three_pins(pos[5])
-    samples = shipped.sample(effectors, rest[5], count=6, seed=3)
+    samples = shipped.sample(effectors, rest[5], SampleOptions(count=6, seed=3))
     positions = np.stack([s.positions for s in samples])
     spread = [np.linalg.norm(positions[i] - positions[j], axis=-1).mean() for i in range(6) for j in range(i)]
     assert min(spread) > 0.005                      # no two alike: at least 5 mm apart on average
     for s in samples:
         assert measured_effector_errors(effectors, s.local_rot, s.trans, rest[5]).max() < 1e-3
-    again = shipped.sample(effectors, rest[5], count=6, seed=3)
+    again = shipped.sample(effectors, rest[5], SampleOptions(count=6, seed=3))
     assert all(np.array_equal(x.local_rot, y.local_rot) for x, y in zip(samples, again))   # a seed repeats
-    cool = shipped.sample(effectors, rest[5], count=6, seed=3, temperature=0.2)
+    cool = shipped.sample(effectors, rest[5], SampleOptions(count=6, seed=3, temperature=0.2))
     cool_pos = np.stack([s.positions for s in cool])
     assert np.mean([np.linalg.norm(cool_pos[i] - cool_pos[j], axis=-1).mean() for i in range(6) for j in range(i)]) \
         < 0.5 * np.mean(spread)                     # temperature narrows the spread
@@ -236,7 +237,7 @@ def test_samples_differ_and_all_meet_the_effectors(shipped, held_out_poses):
 def test_keeping_an_unchanged_problem_returns_the_current_pose(shipped, held_out_poses):
     _, rest, _, pos = held_out_poses
     effectors = three_pins(pos[7])
-    current = shipped.sample(effectors, rest[7], count=1, seed=11)[0]     # an alternative on screen
+    current = shipped.sample(effectors, rest[7], SampleOptions(count=1, seed=11))[0]     # an alternative on screen
     for keep in (current, (current.local_rot, current.trans)):
         kept = shipped.solve(effectors, rest[7], SolveOptions(keep=keep))
         assert np.abs(kept.local_rot - current.local_rot).max() < 1e-5
@@ -254,7 +255,7 @@ def test_keep_carries_an_alternative_through_a_moved_target(shipped, held_out_po
     free = [j for j in range(NUM_JOINTS) if j not in (0, 20, 8)]
     for n in range(0, 40, 4):
         effectors = three_pins(pos[n])
-        current = shipped.sample(effectors, rest[n], count=1, seed=n)[0]
+        current = shipped.sample(effectors, rest[n], SampleOptions(count=1, seed=n))[0]
         moved = list(effectors)
         moved[1] = Effector("left_wrist", "position", tuple(pos[n, 20] + [0.02, 0.0, 0.0]))
         kept = shipped.solve(moved, rest[n], SolveOptions(keep=current))
@@ -277,7 +278,7 @@ def counting(monkeypatch, owner, name):
 
 
 def six_points(pos):
-    from models.ik.smplik import six_point_effectors
+    from models.ik.effectors import six_point_effectors
 
     return six_point_effectors(pos)
 
@@ -334,7 +335,7 @@ def test_keep_falls_back_to_the_kept_latent_decoded_not_to_the_natural_pose(ship
 
     _, rest, _, pos = held_out_poses
     effectors = three_pins(pos[9])
-    alternative = shipped.sample(effectors, rest[9], count=1, seed=4)[0]
+    alternative = shipped.sample(effectors, rest[9], SampleOptions(count=1, seed=4))[0]
     moved = list(effectors)
     moved[1] = Effector("left_wrist", "position", tuple(pos[9, 20] + [0.03, 0.0, 0.0]), soft=True)
     fallbacks = []
@@ -358,10 +359,10 @@ def test_kept_steps_move_the_free_joints_less_than_warm_starts(shipped, held_out
     points: kept steps (the pose carried along the network's answer) move the joints without
     effectors less a step than warm starts from the pose before, and hold every pin within
     1 mm."""
-    from models.ik.smplik import SIX_POINT_JOINTS
+    from models.ik.effectors import SIX_POINT_INDICES
 
     _, rest, _, pos = held_out_poses
-    free = [j for j in range(NUM_JOINTS) if j not in SIX_POINT_JOINTS]
+    free = [j for j in range(NUM_JOINTS) if j not in SIX_POINT_INDICES]
     jumps = {"keep": [], "warm": []}
     for n in range(0, 40, 7):
         effectors = six_points(pos[n])
@@ -399,8 +400,9 @@ def test_a_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(shipped
     missed refines CREEP_ITERATIONS at most, once, without decoding a fallback start, and ends
     within 2 mm of where a full solve from the same pose gets; one move back to the start goes
     on refining until it meets the wrist within 1 mm."""
-    from models.ik import smplik
+    from models.ik import solving
     from models.ik.refine import RefineOptions
+    from models.ik.solution import kept_missed, no_nearer
 
     _, rest, _, pos = held_out_poses
     n = 12
@@ -409,27 +411,27 @@ def test_a_drag_out_of_reach_refines_briefly_and_comes_back_within_reach(shipped
     outward = pos[n, 20] - pos[n, 16]     # from the shoulder to the wrist
     outward /= np.linalg.norm(outward)
     iterations = []
-    refine_pose = smplik.refine_pose
+    refine_pose = solving.refine_pose
 
     def spying(local, trans, rest, effectors, options=RefineOptions()):
         iterations.append(options.iterations)
         return refine_pose(local, trans, rest, effectors, options)
-    monkeypatch.setattr(smplik, "refine_pose", spying)
+    monkeypatch.setattr(solving, "refine_pose", spying)
     decoded = []   # latents decoded: the fallback start (the kept pose's latent under the moved pins)
-    decode = shipped._decoded
-    monkeypatch.setattr(shipped, "_decoded", lambda *args: decoded.append(1) or decode(*args))
+    decode = shipped.decoded_pose
+    monkeypatch.setattr(shipped, "decoded_pose", lambda *args: decoded.append(1) or decode(*args))
     creeping = 0
     for k in range(1, 17):
         moved = wrist_moved(effectors, pos[n, 20] + 0.02 * k * outward)
-        missed = smplik._missed(last)
+        missed = kept_missed(last)
         on_screen = (last.local_rot, last.trans)
         iterations.clear(), decoded.clear()
         now = shipped.solve(moved, rest[n], DRAG_STEPS[step](last))
         pins = [e for e in moved if not e.soft]
         assert measured_effector_errors(pins, now.local_rot, now.trans, rest[n]).max() < 1e-3, k
-        if missed and smplik._no_nearer(now, last):
+        if missed and no_nearer(now, last):
             creeping += 1
-            assert iterations[0] == smplik.CREEP_ITERATIONS < RefineOptions().iterations, (k, iterations)
+            assert iterations[0] == solving.CREEP_ITERATIONS < RefineOptions().iterations, (k, iterations)
             assert len(iterations) == 1 and not decoded, (k, iterations)   # no fallback start: the arm stays straight
             full = shipped.refine_from(moved, on_screen, rest[n], RefineOptions(), on_screen)
             assert now.errors[2] < full.errors[2] + 2e-3, k
@@ -450,7 +452,7 @@ def test_an_alternative_left_with_an_arm_in_the_body_is_refined_again_nearer_the
 
     from models.core.kinematics import forward_kinematics
     from models.core.skeleton import PARENTS
-    from models.ik import smplik
+    from models.ik import sampling
     from models.ik.refine import Refined, arm_in_body
 
     rest = open_body.rest_joints(np.zeros(10))
@@ -461,17 +463,17 @@ def test_an_alternative_left_with_an_arm_in_the_body_is_refined_again_nearer_the
     p = forward_kinematics(through, rest, PARENTS, np.zeros(3)).positions
     effectors = [Effector(n, "position", tuple(p[JOINT_INDEX[n]])) for n in ("pelvis", "head", "left_ankle", "right_ankle")]
     assert arm_in_body(through, np.zeros(3), rest, effectors)
-    refine_many = smplik.refine_many
+    refine_many = sampling.refine_many
 
     def first_in_body(*args, **kwargs):
         out = refine_many(*args, **kwargs)
         return [Refined(local_rot=through, trans=np.zeros(3), errors=np.zeros(len(effectors)), misses=())] + out[1:]
-    monkeypatch.setattr(smplik, "refine_many", first_in_body)
-    first = shipped.sample(effectors, rest, count=2)[0]
+    monkeypatch.setattr(sampling, "refine_many", first_in_body)
+    first = shipped.sample(effectors, rest, SampleOptions(count=2))[0]
     assert not arm_in_body(first.local_rot, first.trans, rest, effectors)
     assert measured_effector_errors(effectors, first.local_rot, first.trans, rest).max() < 1e-3
-    monkeypatch.setattr(smplik, "COLLISION_RETRIES", ())
-    kept = shipped.sample(effectors, rest, count=2)[0]
+    monkeypatch.setattr(sampling, "COLLISION_RETRIES", ())
+    kept = shipped.sample(effectors, rest, SampleOptions(count=2))[0]
     np.testing.assert_array_equal(kept.local_rot, through)
 
 
@@ -484,7 +486,7 @@ def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
                             (dict(temperature=float("nan")), "finite number >= 0"),
                             (dict(temperature=-0.5), "not -0.5"), (dict(temperature="warm"), "must be a number")):
         with pytest.raises(SmplIkError, match=message):
-            net.sample(effectors, rest, **kwargs)
+            net.sample(effectors, rest, SampleOptions(**kwargs))
     for keep, message in (((np.eye(3), np.zeros(3)), r"got \(3, 3\) and \(3,\)"),
                           ((np.full((24, 3, 3), np.nan), np.zeros(3)), "NaN"), (5, "got int")):
         with pytest.raises(SmplIkError, match=message):
@@ -500,7 +502,9 @@ def test_bad_sample_and_keep_requests_are_refused(open_body, tmp_path):
 def test_batched_refinement_meets_the_effectors_like_the_single_one(open_body, rng):
     from models.core.kinematics import forward_kinematics
     from models.core.skeleton import PARENTS
-    from models.ik.refine import JOINT_LIMITS, _residuals, _Targets, refine_many, refine_pose
+    from models.ik.limits import JOINT_LIMITS
+    from models.ik.refine import refine_many, refine_pose
+    from models.ik.residuals import Targets, effector_residuals
 
     rest = open_body.rest_joints(np.zeros(10))
     truth = axis_angle_to_matrix(rng.normal(scale=0.3, size=(24, 3)))
@@ -513,8 +517,8 @@ def test_batched_refinement_meets_the_effectors_like_the_single_one(open_body, r
     trans = rng.normal(scale=0.05, size=(5, 3))
     # the batched residuals are the single ones, pose by pose
     batch_fk = forward_kinematics(starts, rest, PARENTS, trans)
-    r, j = _residuals(_Targets(effectors), batch_fk.rotations, batch_fk.positions, True)
-    r1, j1 = _residuals(_Targets(effectors), batch_fk.rotations[3], batch_fk.positions[3], True)
+    r, j = effector_residuals(Targets(effectors), batch_fk.rotations, batch_fk.positions, True)
+    r1, j1 = effector_residuals(Targets(effectors), batch_fk.rotations[3], batch_fk.positions[3], True)
     assert np.abs(r[3] - r1).max() < 1e-12 and np.abs(j[3] - j1).max() < 1e-12
     out = refine_many(starts, trans, rest, effectors)
     for k, refined in enumerate(out):
@@ -628,12 +632,12 @@ def test_sample_spreads_are_checked_and_temperature_scales_the_principal_step(op
     rest = open_body.rest_joints(np.zeros(10))
     effectors = [Effector("pelvis", "position", (0, 0.9, 0)), Effector("left_wrist", "position", (0.4, 1.2, 0.1))]
     with pytest.raises(SmplIkError, match="spread must be one of mixed, hypotheses, library, principal, random"):
-        net.sample(effectors, rest, spread="widest")
-    plain = SolveOptions(refine=None)
-    a = net.sample(effectors, rest, count=4, temperature=0.4, options=plain)
-    b = net.sample(effectors, rest, count=4, temperature=0.2, options=plain)
+        net.sample(effectors, rest, SampleOptions(spread="widest"))
+    a = net.sample(effectors, rest, SampleOptions(count=4, temperature=0.4, refine=None))
+    b = net.sample(effectors, rest, SampleOptions(count=4, temperature=0.2, refine=None))
     lengths = [np.linalg.norm(s.latent) for s in a] + [2 * np.linalg.norm(s.latent) for s in b]
     assert np.allclose(lengths, 0.4 * 2.5, atol=1e-9)     # PRINCIPAL_STEP 2.5 latent units per unit of temperature
-    assert all(np.linalg.norm(s.latent) == 0 for s in net.sample(effectors, rest, count=3, temperature=0, options=plain))
-    drawn = net.sample(effectors, rest, count=4, seed=5, spread="random", options=plain)
+    assert all(np.linalg.norm(s.latent) == 0
+               for s in net.sample(effectors, rest, SampleOptions(count=3, temperature=0, refine=None)))
+    drawn = net.sample(effectors, rest, SampleOptions(count=4, seed=5, spread="random", refine=None))
     assert not np.allclose(np.linalg.norm(drawn[0].latent), np.linalg.norm(drawn[1].latent))

@@ -10,7 +10,8 @@ from models.core.skeleton import JOINT_INDEX, NUM_JOINTS
 from models.ik.effectors import Effector, EncodedEffectors, encode_effectors
 from models.ik.hypotheses import DEFAULT_HYPOTHESES_WEIGHTS, DIMS, Hypotheses
 from models.ik.nn import prepare, save_weights
-from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk, SolveOptions
+from models.ik.options import SampleOptions, SolveOptions
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
 
 torch = pytest.importorskip("torch")
 
@@ -119,8 +120,7 @@ def test_sample_gives_the_heads_poses_likeliest_first(open_body, tmp_path):
     s, f, h = net_with_head(tmp_path)
     net = SmplIk.load(s, flow_path=f, hypotheses_path=h, library_path=None)
     rest = open_body.rest_joints(np.zeros(10))
-    plain = SolveOptions(refine=None)
-    samples = net.sample(EFFECTORS, rest, count=3, options=plain)            # the head's by default (no library)
+    samples = net.sample(EFFECTORS, rest, SampleOptions(count=3, refine=None))   # the head's by default (no library)
     condition = net.condition(encode_effectors(EFFECTORS), rest[None])
     x = net.hypotheses.residuals(condition.inputs, condition.hidden)[0]
     want = condition.local_rot[0] @ axis_angle_to_matrix(x.reshape(-1, NUM_JOINTS, 3))
@@ -128,19 +128,19 @@ def test_sample_gives_the_heads_poses_likeliest_first(open_body, tmp_path):
         assert np.abs(sample.local_rot - want[k]).max() < 1e-6, k
         assert np.abs(sample.trans - condition.trans[0]).max() < 1e-9
     # beyond the head's four, principal alternatives follow
-    six = net.sample(EFFECTORS, rest, count=6, options=plain)
+    six = net.sample(EFFECTORS, rest, SampleOptions(count=6, refine=None))
     assert all(np.abs(a.local_rot - b.local_rot).max() < 1e-9 for a, b in zip(six[:3], samples))
-    principal = net.sample(EFFECTORS, rest, count=2, options=plain, spread="principal")
+    principal = net.sample(EFFECTORS, rest, SampleOptions(count=2, refine=None, spread="principal"))
     assert np.abs(six[4].local_rot - principal[0].local_rot).max() < 1e-9
     # temperature scales their latents toward the natural pose, which 0 gives
-    half = net.sample(EFFECTORS, rest, count=3, options=plain, temperature=0.3)
+    half = net.sample(EFFECTORS, rest, SampleOptions(count=3, refine=None, temperature=0.3))
     assert np.allclose([np.linalg.norm(a.latent) for a in half],
                        [0.5 * np.linalg.norm(b.latent) for b in samples], rtol=1e-6)
     natural = net.solve(EFFECTORS, rest, SolveOptions(mode="natural", refine=None))
-    zero = net.sample(EFFECTORS, rest, count=2, options=plain, temperature=0)
+    zero = net.sample(EFFECTORS, rest, SampleOptions(count=2, refine=None, temperature=0))
     assert all(np.abs(z.local_rot - natural.local_rot).max() < 1e-9 for z in zero)
     # refined, each meets the pins
-    for sample in net.sample(EFFECTORS, rest, count=4):
+    for sample in net.sample(EFFECTORS, rest, SampleOptions(count=4)):
         assert measured_effector_errors(EFFECTORS, sample.local_rot, sample.trans, rest).max() < 1e-3
 
 
@@ -150,7 +150,7 @@ def test_a_head_belongs_to_its_deterministic_network(tmp_path):
         SmplIk.load(s, flow_path=f, hypotheses_path=h)
     net = SmplIk.load(s, flow_path=f, hypotheses_path=None)
     with pytest.raises(SmplIkError, match="no hypotheses head"):
-        net.sample(EFFECTORS, np.zeros((24, 3)), spread="hypotheses")
+        net.sample(EFFECTORS, np.zeros((24, 3)), SampleOptions(spread="hypotheses"))
     with pytest.raises(SmplIkError, match="weights are for architecture"):
         Hypotheses.load(f)
 

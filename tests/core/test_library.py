@@ -18,7 +18,8 @@ from models.core.skeleton import JOINT_INDEX, PARENTS
 from models.ik.effectors import Effector
 from models.ik.library import MIN_APART, PoseLibrary
 from models.ik.nn import save_weights
-from models.ik.smplik import SmplIk, SolveOptions
+from models.ik.options import SampleOptions, SolveOptions
+from models.ik.smplik import SmplIk
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,10 +117,9 @@ def test_sample_alternates_the_heads_poses_and_the_librarys(open_body, rng, tmp_
     net = SmplIk.load(library_path=path)
     local = axis_angle_to_matrix(poses.astype(np.float32).astype(np.float64)[30])
     effectors = pins_of(local, np.array([0.0, 0.05, 0.4]), rest)[:4]
-    plain = SolveOptions(refine=None)
-    mixed = net.sample(effectors, rest, count=6, options=plain)
-    head = net.sample(effectors, rest, count=3, options=plain, spread="hypotheses")
-    library = net.sample(effectors, rest, count=3, options=plain, spread="library")
+    mixed = net.sample(effectors, rest, SampleOptions(count=6, refine=None))
+    head = net.sample(effectors, rest, SampleOptions(count=3, refine=None, spread="hypotheses"))
+    library = net.sample(effectors, rest, SampleOptions(count=3, refine=None, spread="library"))
     starts, places = net.library.starts(effectors, rest, 3, (np.eye(3), np.zeros(3)))
     for k in range(3):
         assert np.abs(mixed[2 * k].local_rot - head[k].local_rot).max() < 1e-9
@@ -127,9 +127,10 @@ def test_sample_alternates_the_heads_poses_and_the_librarys(open_body, rng, tmp_
         assert np.abs(library[k].local_rot - starts[k]).max() < 1e-4      # through the flow and back
         assert np.abs(library[k].trans - places[k]).max() < 1e-9
     natural = net.solve(effectors, rest, SolveOptions(mode="natural", refine=None))
-    for zero in net.sample(effectors, rest, count=4, options=plain, temperature=0):   # the natural pose, as it stands
+    # the natural pose, as it stands
+    for zero in net.sample(effectors, rest, SampleOptions(count=4, refine=None, temperature=0)):
         assert np.abs(zero.local_rot - natural.local_rot).max() < 1e-9 and np.abs(zero.trans - natural.trans).max() < 1e-9
-    for sample in net.sample(effectors, rest, count=4):
+    for sample in net.sample(effectors, rest, SampleOptions(count=4)):
         assert measured_effector_errors(effectors, sample.local_rot, sample.trans, rest).max() < 1e-3
 
 
@@ -153,7 +154,7 @@ def test_the_natural_pose_starts_halfway_to_the_library_poses_nearest_its_pins(o
     trans = np.array([0.2, 0.05, 0.6])
     effectors = pins_of(local, trans, rest)[:4]
     condition = with_library.condition(encode_effectors(effectors), rest[None])
-    origin = with_library._decoded(condition, np.zeros(72))
+    origin = with_library.decoded_pose(condition, np.zeros(72))
     start = with_library.natural_start(condition, effectors, rest)
     there = with_library.library.starts(effectors, rest, 1, (np.eye(3), np.zeros(3)))
     assert np.abs(there[0][0] - local).max() < 1e-6 and np.abs(there[1][0] - trans).max() < 1e-6
@@ -185,7 +186,8 @@ def test_bad_library_files_are_refused_and_a_missing_one_named(tmp_path, open_bo
         PoseLibrary.load(pickled)
     net = SmplIk.load(library_path=tmp_path / "missing.npz")
     with pytest.raises(SmplIkError, match="no pose library"):
-        net.sample([Effector("pelvis", "position", (0, 0.9, 0))], open_body.rest_joints(np.zeros(10)), spread="library")
+        net.sample([Effector("pelvis", "position", (0, 0.9, 0))], open_body.rest_joints(np.zeros(10)),
+                   SampleOptions(spread="library"))
 
 
 def test_the_build_script_leaves_the_held_out_clips_out(tmp_path, rng):

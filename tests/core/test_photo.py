@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from models.ik.refine import clamp_to_limits
-from models.photo import detect, fit
+from models.ik.limits import clamp_to_limits
+from models.photo import detect, fit, keypoints, scene, start, targets
 from models.core.errors import SmplIkError
 from models.core.kinematics import forward_kinematics
 from models.core.rotations import axis_angle_to_matrix
-from models.core.skeleton import JOINT_INDEX, NUM_JOINTS, PARENTS
+from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
 
 IMAGES = Path(__file__).resolve().parents[3] / "shared" / "data" / "images"
 J = JOINT_INDEX
@@ -54,7 +54,7 @@ def synthetic_detection(body, local_rot, trans=(0.0, 0.0, 0.0), hidden=()):
         return pos[j] + rot[j] @ (verts[body.landmarks[vertex_name]] - rest[j])
 
     world = np.zeros((33, 3))
-    for name, lm in fit.DIRECT.items():
+    for name, lm in keypoints.DIRECT.items():
         world[lm] = pos[J[name]]
     world[0:11] = carried("head", "nose")                # eyes and mouth: unused, near the face
     world[7], world[8] = carried("head", "lear"), carried("head", "rear")
@@ -87,15 +87,15 @@ def test_mediapipe_axes_become_smpl_axes():
 def test_targets_recover_a_posed_body(open_body, seed):
     rng = np.random.default_rng(seed)
     det, joints = synthetic_detection(open_body, random_pose(rng), trans=rng.normal(size=3))
-    positions, confident = fit.smpl_targets(det)
+    positions, confident = targets.smpl_targets(det)
     assert confident.all()
     err = np.linalg.norm(positions - joints, axis=1)
-    assert err.max() < 1e-9, {n: e for n, e in zip(fit.JOINT_NAMES, err) if e > 1e-9}
+    assert err.max() < 1e-9, {n: e for n, e in zip(JOINT_NAMES, err) if e > 1e-9}
 
 
 def test_targets_at_rest_put_the_pelvis_above_the_hips(open_body):
     det, joints = synthetic_detection(open_body, np.broadcast_to(np.eye(3), (NUM_JOINTS, 3, 3)))
-    positions, _ = fit.smpl_targets(det)
+    positions, _ = targets.smpl_targets(det)
     hips_mid = (positions[J["left_hip"]] + positions[J["right_hip"]]) / 2
     assert positions[J["pelvis"]][1] > hips_mid[1] + 0.05
     heights = positions[[J[n] for n in ("pelvis", "spine1", "spine2", "spine3", "neck", "head")], 1]
@@ -104,21 +104,21 @@ def test_targets_at_rest_put_the_pelvis_above_the_hips(open_body):
 
 def test_confidence_follows_the_landmarks_each_joint_reads(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng), hidden=(15, 24, 31))
-    _, confident = fit.smpl_targets(det)
+    _, confident = targets.smpl_targets(det)
     trunk = {"pelvis", "spine1", "spine2", "spine3", "neck", "left_collar", "right_collar"}
-    unseen = {n for n in fit.JOINT_NAMES if not confident[J[n]]}
+    unseen = {n for n in JOINT_NAMES if not confident[J[n]]}
     # left wrist (15); right hip (24) and the trunk built on it; left toe (31) -> left foot
     assert unseen == {"left_wrist", "right_hip", "left_foot"} | trunk
-    _, strict = fit.smpl_targets(det, min_visibility=1.01)
+    _, strict = targets.smpl_targets(det, min_visibility=1.01)
     assert not strict.any()
 
 
 def test_body_targets_keep_directions_and_take_the_body_lengths(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng))
-    positions, confident = fit.smpl_targets(det)
+    positions, confident = targets.smpl_targets(det)
     positions = positions * 1.3        # a bigger person: lengths must not carry over
     rest = open_body.rest_joints(rng.normal(scale=1.5, size=10))
-    out = fit.body_targets(positions, confident, rest)
+    out = targets.body_targets(positions, confident, rest)
     bones = np.arange(1, NUM_JOINTS), np.array(PARENTS[1:])
     lengths = np.linalg.norm(out[bones[0]] - out[bones[1]], axis=1)
     assert np.allclose(lengths, np.linalg.norm(rest[bones[0]] - rest[bones[1]], axis=1), atol=1e-9)
@@ -127,20 +127,20 @@ def test_body_targets_keep_directions_and_take_the_body_lengths(open_body, rng):
 
     partial = confident.copy()
     partial[[J["left_elbow"], J["neck"]]] = False
-    out2 = fit.body_targets(positions, partial, rest)
+    out2 = targets.body_targets(positions, partial, rest)
     assert np.isnan(out2[~partial]).all()
     assert np.allclose(out2[partial], out[partial])   # a guessed joint still carries its children
 
 
 def check_pose(pose, det, rest):
     posed = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans).positions
-    seen, _ = fit.smpl_targets(det)
+    seen, _ = targets.smpl_targets(det)
     for a, b in LIMBS:
         if pose.confident[J[a]] and pose.confident[J[b]]:
             angle = angle_deg(posed[J[b]] - posed[J[a]], seen[J[b]] - seen[J[a]])
             assert angle < 10, f"{a}->{b} is {angle:.1f} degrees off the detection"
     # placed where the rest body stands
-    feet = list(fit.FOOT_JOINTS)
+    feet = list(scene.FOOT_INDICES)
     assert np.allclose(posed[0, [0, 2]], 0, atol=1e-9)
     assert np.isclose(posed[feet, 1].min(), rest[feet, 1].min())
     ok = pose.confident
@@ -150,7 +150,7 @@ def check_pose(pose, det, rest):
 def test_pose_from_a_full_detection_uses_ikgat(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng, 0.4), trans=(0.3, 1.0, -2.0))
     rest = open_body.rest_joints(rng.normal(scale=1.0, size=10))
-    pose = fit.pose_from_detection(det, rest)
+    pose = start.pose_from_detection(det, rest)
     assert pose.method == "ikgat" and pose.confident.all()
     check_pose(pose, det, rest)
 
@@ -158,7 +158,7 @@ def test_pose_from_a_full_detection_uses_ikgat(open_body, rng):
 def test_pose_from_a_partial_detection_uses_smplik(open_body, rng):
     det, _ = synthetic_detection(open_body, random_pose(rng, 0.4), hidden=(16, 20, 0, 7, 8))
     rest = open_body.rest_joints(rng.normal(scale=1.0, size=10))
-    pose = fit.pose_from_detection(det, rest)
+    pose = start.pose_from_detection(det, rest)
     assert pose.method == "smplik"
     assert not pose.confident[[J["right_wrist"], J["right_hand"], J["head"]]].any()
     assert np.isnan(pose.targets[~pose.confident]).all()
@@ -169,7 +169,7 @@ def test_too_few_visible_joints_is_an_error(open_body, rng):
     hidden = [i for i in range(33) if i not in (11, 13)]     # left shoulder and elbow only
     det, _ = synthetic_detection(open_body, random_pose(rng), hidden=hidden)
     with pytest.raises(SmplIkError, match="only 2 joints"):
-        fit.pose_from_detection(det, open_body.rest_joints(np.zeros(10)))
+        start.pose_from_detection(det, open_body.rest_joints(np.zeros(10)))
 
 
 def test_bad_photo_arrays_are_refused():
@@ -232,7 +232,7 @@ def test_bus_finds_the_people_standing_largest_first(images, open_body):
         assert p.world[0, 2] > p.world[[7, 8], 2].mean() + 0.03
 
     rest = open_body.rest_joints(np.zeros(10))
-    pose = fit.pose_from_detection(people[0], rest)
+    pose = start.pose_from_detection(people[0], rest)
     posed = forward_kinematics(pose.local_rot, rest, PARENTS, pose.trans).positions
     assert posed[[J["left_ankle"], J["right_ankle"]], 1].max() < posed[0, 1] - 0.5
     assert posed[J["head"], 1] > posed[J["neck"], 1] > posed[0, 1]
@@ -252,7 +252,7 @@ def test_bus_people_placed_alone_stand_upright(images, open_body):
     assert len(people) >= 2     # the two men on the left; the man cut off at the right edge is found or not
     for person in people:       # as 1-pixel changes tip the landmark model's score (0.18 <-> 0.98)
         fitted = fit.fit_to_image(person, rest, camera, body=open_body)
-        ((local, trans),) = fit.photo_scene([fitted], [rest]).poses
+        ((local, trans),) = scene.photo_scene([fitted], [rest]).poses
         joints = forward_kinematics(local, rest, PARENTS, trans).positions
         trunk = joints[J["neck"]] - joints[0]
         assert np.degrees(np.arccos(trunk[1] / np.linalg.norm(trunk))) < 15.0, person.bbox

@@ -13,6 +13,10 @@ from models.core.skeleton import JOINT_INDEX as J
 from models.core.skeleton import PARENTS
 from models.ik.cost import centre_of_mass, default_parts
 from models.photo import detect, fit
+from models.photo.keypoints import KEYPOINTS, KNUCKLES, MP_HEAD_KEYPOINTS, body_points
+from models.photo.scene import FOOT_INDICES, photo_scene, photo_up, seated
+from models.photo.start import pose_from_detection
+from models.photo.targets import smpl_targets
 from models.photo.camera import Camera, default_camera
 
 # MediaPipe landmark -> the open body's point it stands for (joints, or surface landmarks); the
@@ -50,11 +54,11 @@ def scene(open_body, local, camera, trans=(0.2, -0.3, -4.0), depth_noise=0.02, s
         vis[lm] = 0.95
     # MediaPipe's index points are the knuckles, where the fit's body points put them
     rest = open_body.rest_joints(betas)
-    fitted, kept = fit._body_points(rest, open_body, betas)
+    fitted, kept = body_points(rest, open_body, betas)
     placed = fitted.positions(forward_kinematics(local, rest, PARENTS, np.asarray(trans, float)))
     for row, k in enumerate(kept):
-        lm, name, _ = fit.KEYPOINTS[k]
-        if name in fit.KNUCKLES:
+        lm, name, _ = KEYPOINTS[k]
+        if name in KNUCKLES:
             points[lm], vis[lm] = placed[row], 0.95
     xy = camera.project(points)
     world = points - 0.5 * (points[23] + points[24])
@@ -72,7 +76,7 @@ def reading(joints):
 def agreeing(det):
     """A stand-in lifter that reads the depths as the scene's MediaPipe does (its world
     landmarks as SMPL joints): the fit's depth reading is then MediaPipe's, as where both agree."""
-    return reading(fit.smpl_targets(det)[0])
+    return reading(smpl_targets(det)[0])
 
 
 def head_forward(local):
@@ -96,10 +100,11 @@ def test_the_fit_recovers_pose_and_place_through_a_known_camera(open_body):
     truth_local = natural_pose()
     det, truth = scene(open_body, truth_local, camera)
     rest = open_body.rest_joints(np.zeros(10))
-    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
+    result = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det)))
     fitted = ~np.isnan(result.keypoint_error_px)
     assert fitted.sum() >= 20
-    assert np.median(result.keypoint_error_px[fitted]) < 2.0 and np.percentile(result.keypoint_error_px[fitted], 90) < 4.0
+    assert np.median(result.keypoint_error_px[fitted]) < 2.0
+    assert np.percentile(result.keypoint_error_px[fitted], 90) < 4.0
     assert 1e3 * procrustes_error(result.joints, truth) < 20.0
     # the place: the body's depth comes from its size in the image; within 5% at 4 m
     assert abs(result.joints[0, 2] - truth[0, 2]) < 0.05 * 4.0
@@ -112,8 +117,8 @@ def test_the_fit_beats_the_lift_when_mediapipe_depth_is_poor(open_body):
     camera = default_camera(1920, 1080)
     det, truth = scene(open_body, natural_pose(), camera, depth_noise=0.08, seed=3)
     rest = open_body.rest_joints(np.zeros(10))
-    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
-    start = fit.pose_from_detection(det, rest)
+    result = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det)))
+    start = pose_from_detection(det, rest)
     lift = forward_kinematics(start.local_rot, rest, PARENTS, start.trans).positions
     lift_px = np.linalg.norm(camera.project(lift - lift[0] + result.joints[0]) - camera.project(truth), axis=1)
     fit_px = np.linalg.norm(result.projected - camera.project(truth), axis=1)
@@ -127,8 +132,9 @@ def test_the_lifters_reading_weighs_beside_mediapipes(open_body):
     camera = default_camera(1920, 1080)
     det, truth = scene(open_body, natural_pose(), camera)
     rest = open_body.rest_joints(np.zeros(10))
-    right = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
-    mirrored = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth * [1, 1, -1]))
+    right = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=reading(truth)))
+    mirrored = fit.fit_to_image(det, rest, camera, body=open_body,
+                                options=fit.FitOptions(lifter=reading(truth * [1, 1, -1])))
     shipped = fit.fit_to_image(det, rest, camera, body=open_body)
     errors = [1e3 * procrustes_error(f.joints, truth) for f in (right, mirrored, shipped)]
     assert errors[0] < 20.0 and errors[1] > 1.5 * errors[0] and errors[2] < 40.0, errors
@@ -154,9 +160,9 @@ def test_the_fit_starts_from_the_lifters_pose_where_it_can_lift(open_body, shoul
     world[arm, 2] = 2 * world[11, 2] - world[arm, 2]
     det = detect.Detection(world=world, image_xy=det.image_xy, visibility=det.visibility, bbox=det.bbox)
     rest = open_body.rest_joints(np.zeros(10))
-    lifter = fit.fit_to_image(det, rest, camera, body=open_body, lifter=reading(truth))
-    lift = fit.fit_to_image(det, rest, camera, body=open_body, lifter=unable)
-    assert lifter.start.method == "lifter" and lift.start.method == fit.pose_from_detection(det, rest).method
+    lifter = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=reading(truth)))
+    lift = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=unable))
+    assert lifter.start.method == "lifter" and lift.start.method == pose_from_detection(det, rest).method
     reach = [f.joints[J["left_wrist"], 2] - f.joints[J["left_shoulder"], 2] for f in (lifter, lift)]
     assert reach[0] < -0.3 and reach[1] > 0.0, reach     # behind, as the truth; in front, as MediaPipe's
     errors = [1e3 * procrustes_error(f.joints, truth) for f in (lifter, lift)]
@@ -174,7 +180,7 @@ def test_the_head_follows_a_turned_head(open_body, turn, tilt, monkeypatch):
                             visibility=det.visibility, bbox=det.bbox)             # (nor the lifter): the face's
     det = flat                                                                    # keypoints must turn the head
     result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body,
-                              lifter=agreeing(det))
+                              options=fit.FitOptions(lifter=agreeing(det)))
     truth_dir, fit_dir = head_forward(truth_local), head_forward(result.local_rot)
     angle = np.degrees(np.arccos(np.clip(truth_dir @ fit_dir, -1, 1)))
     assert angle < 10.0, angle
@@ -191,12 +197,12 @@ def test_mediapipes_3d_face_weighs_in_the_heads_turn_in_profile(open_body, turn)
     det, _ = scene(open_body, local, camera)
     rest = open_body.rest_joints(np.zeros(10))
     world = det.world.copy()
-    head_z = fit.smpl_targets(det, 0.0)[0][J["head"], 2]
-    world[list(fit.HEAD), 2] = 2 * head_z - world[list(fit.HEAD), 2]
+    head_z = smpl_targets(det, 0.0)[0][J["head"], 2]
+    world[list(MP_HEAD_KEYPOINTS), 2] = 2 * head_z - world[list(MP_HEAD_KEYPOINTS), 2]
     mirrored = detect.Detection(world=world, image_xy=det.image_xy, visibility=det.visibility, bbox=det.bbox)
     angles = []
     for seen in (det, mirrored):
-        result = fit.fit_to_image(seen, rest, camera, body=open_body, lifter=agreeing(det))
+        result = fit.fit_to_image(seen, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det)))
         cos = head_forward(local) @ head_forward(result.local_rot)
         angles.append(np.degrees(np.arccos(np.clip(cos, -1, 1))))
     assert fit.FACE_DEPTH_WEIGHT > 0 and angles[0] < 10.0 and angles[1] > angles[0] + 2.0, angles
@@ -207,10 +213,10 @@ def test_mediapipes_index_points_stand_for_the_knuckles_not_the_finger_tips(open
     the knuckles from the hand joint (the middle finger's), 1-3 cm toward the index finger's
     side, and far short of the index tip."""
     rest = open_body.rest_joints(np.zeros(10))
-    points, kept = fit._body_points(rest, open_body, np.zeros(10))
+    points, kept = body_points(rest, open_body, np.zeros(10))
     verts = open_body.shaped_vertices(np.zeros(10))
-    for name, (_, hand, middle) in fit.KNUCKLES.items():
-        row = [fit.KEYPOINTS[k][1] for k in kept].index(name)
+    for name, (_, hand, middle) in KNUCKLES.items():
+        row = [KEYPOINTS[k][1] for k in kept].index(name)
         assert points.joints[row] == J[hand]
         knuckle = rest[J[hand]] + points.offsets[row]
         assert 0.01 < np.linalg.norm(points.offsets[row]) < 0.03
@@ -234,15 +240,16 @@ def test_a_scene_stands_people_on_the_floor_and_keeps_the_overlay(open_body):
     """Two people on one floor seen by a camera tilted 15 degrees down: placed on one floor with
     the camera's tilt found, through the placed camera each projects where the fit put them."""
     camera = default_camera(1920, 1080)
-    tilt = axis_angle_to_matrix(np.array([np.radians(15.0), 0.0, 0.0]))   # the camera looks down: people lean back in its frame
+    # the camera looks down: people lean back in its frame
+    tilt = axis_angle_to_matrix(np.array([np.radians(15.0), 0.0, 0.0]))
     rest = open_body.rest_joints(np.zeros(10))
     fits = []
     for k, level in enumerate([(0.2, -0.9, -4.0), (-1.2, -0.9, -6.0)]):   # on one floor, seen level
         local = natural_pose()
         local[0] = tilt @ local[0]
         det, _ = scene(open_body, local, camera, trans=tilt @ np.array(level) + (tilt - np.eye(3)) @ rest[0], seed=k)
-        fits.append(fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det)))
-    placed = fit.photo_scene(fits, [rest, rest])
+        fits.append(fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det))))
+    placed = photo_scene(fits, [rest, rest])
     assert placed.tilt_deg == pytest.approx(15.0, abs=4.0)   # two people's feet on one floor give the camera's tilt
     for (local, trans), f in zip(placed.poses, fits):
         world = forward_kinematics(local, rest, PARENTS, trans).positions
@@ -261,7 +268,7 @@ def balanced(local, rest):
     """local (24, 3, 3) with the whole body turned about its left-right axis until its centre of
     mass (the open body's segment masses) stands above its feet, as a person holds a pose."""
     segments = default_parts(rest).segments
-    feet = list(fit.FOOT_JOINTS)
+    feet = list(FOOT_INDICES)
     out = local.copy()
     for _ in range(20):
         fk = forward_kinematics(out, rest, PARENTS)
@@ -301,10 +308,10 @@ def test_a_person_balanced_over_their_feet_leaves_a_level_camera_level(open_body
     rest = open_body.rest_joints(np.zeros(10))
     local = balanced(legs_pose(**pose), rest)
     det, _ = scene(open_body, local, camera)
-    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
+    result = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det)))
     lean = shins_lean(local, rest)
     pelvis = np.degrees(np.arccos((local[0] @ [0, 1.0, 0])[1]))
-    tilt = fit.photo_scene([result], [rest]).tilt_deg
+    tilt = photo_scene([result], [rest]).tilt_deg
     assert tilt < 6.0 and 2.0 * tilt < max(lean, pelvis)   # the shins or the pelvis would tilt it twice as far
 
 
@@ -317,15 +324,15 @@ def test_a_leg_the_photo_is_unsure_of_leaves_the_camera_level(open_body):
     local = balanced(legs_pose(hips=(30.0, -20.0), knees=(0.0, 30.0)), rest)
     local[0] = axis_angle_to_matrix(np.array([np.radians(12.0), 0.0, 0.0])) @ local[0]   # the camera's tilt
     det, _ = scene(open_body, local, camera)
-    seen = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
+    seen = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det)))
     visibility = det.visibility.copy()
     visibility[26] = 0.3                                     # the right knee
     unsure = detect.Detection(world=det.world, image_xy=det.image_xy, visibility=visibility, bbox=det.bbox)
-    guessed = fit.fit_to_image(unsure, rest, camera, body=open_body, lifter=agreeing(unsure))
-    assert abs(fit.photo_scene([seen], [rest]).tilt_deg - 12.0) < 4.0
+    guessed = fit.fit_to_image(unsure, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(unsure)))
+    assert abs(photo_scene([seen], [rest]).tilt_deg - 12.0) < 4.0
     assert not guessed.confident[J["right_knee"]]
-    assert np.allclose(fit.photo_up(guessed, rest), [0.0, 1.0, 0.0])
-    assert fit.photo_scene([guessed], [rest]).tilt_deg < 1e-6
+    assert np.allclose(photo_up(guessed, rest), [0.0, 1.0, 0.0])
+    assert photo_scene([guessed], [rest]).tilt_deg < 1e-6
 
 
 def test_a_seated_person_stands_the_camera_on_their_shins(open_body):
@@ -336,11 +343,11 @@ def test_a_seated_person_stands_the_camera_on_their_shins(open_body):
     rest = open_body.rest_joints(np.zeros(10))
     local = legs_pose(hips=(90.0, 90.0), knees=(90.0, 90.0))
     det, _ = scene(open_body, local, camera)
-    result = fit.fit_to_image(det, rest, camera, body=open_body, lifter=agreeing(det))
-    assert fit.seated(result.joints)
-    assert fit.photo_scene([result], [rest]).tilt_deg < shins_lean(local, rest) + 3.0 < 8.0
+    result = fit.fit_to_image(det, rest, camera, body=open_body, options=fit.FitOptions(lifter=agreeing(det)))
+    assert seated(result.joints)
+    assert photo_scene([result], [rest]).tilt_deg < shins_lean(local, rest) + 3.0 < 8.0
     fk = forward_kinematics(local, rest, PARENTS)
-    over_feet = unit(centre_of_mass(fk, default_parts(rest).segments) - fk.positions[list(fit.FOOT_JOINTS)].mean(axis=0))
+    over_feet = unit(centre_of_mass(fk, default_parts(rest).segments) - fk.positions[list(FOOT_INDICES)].mean(axis=0))
     assert np.degrees(np.arccos(over_feet[1])) > 20.0
 
 
@@ -384,7 +391,8 @@ def test_a_fit_from_behind_ends_with_the_priors_head(open_body):
     local = natural_pose(head_turn=0.8)
     local[0] = axis_angle_to_matrix(np.array([0.0, np.pi, 0.0]))
     det, _ = scene(open_body, local, camera)
-    result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body, lifter=agreeing(det))
+    result = fit.fit_to_image(det, open_body.rest_joints(np.zeros(10)), camera, body=open_body,
+                              options=fit.FitOptions(lifter=agreeing(det)))
     prior = load_pose_prior()
     for j in (J["neck"], J["head"]):
         assert np.allclose(result.local_rot[j], prior.mean_rotation(j), atol=1e-6)

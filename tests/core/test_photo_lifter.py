@@ -12,7 +12,7 @@ from models.core.skeleton import PARENTS
 from models.photo import lifter
 from models.photo.camera import default_camera
 from models.photo.detect import Detection
-from models.photo.fit import KEYPOINTS
+from models.photo.keypoints import KEYPOINTS
 
 torch = pytest.importorskip("torch")
 
@@ -93,11 +93,11 @@ def test_shipped_lifter_puts_held_out_joints_at_their_depths(open_body, held_out
     """Held-out capture on the open body, 4 m in front of a level camera: the lifted joints'
     depths (from the pelvis) are nearer the truth than a flat body's (all at the pelvis's
     depth), and the lifted shape is near the true one."""
-    from models.photo.fit import _body_points
+    from models.photo.keypoints import body_points
 
     rot, rest, _, _ = held_out_poses
     camera = default_camera(1920, 1080)
-    points_on, _ = _body_points(rest[0], open_body, None)
+    points_on, _ = body_points(rest[0], open_body, None)
     depth_err, flat_err, pa = [], [], []
     for t in range(0, len(rot), max(len(rot) // 40, 1)):
         fk = forward_kinematics(rot[t], rest[t], PARENTS)

@@ -69,14 +69,9 @@ def test_refitting_some_numbers_keeps_the_others_and_fits_the_new_ones(rng):
     """scripts/train_pose_prior.py --refit-joints: the mixture's marginal over the numbers it
     keeps is exactly the one it had; the refitted numbers follow data whose values moved (a
     shift and a dependence on the others), and every covariance stays positive definite."""
-    import importlib.util
-
-    from conftest import ROOT
-
     pytest.importorskip("torch")   # the script reads its poses through the trainers' loop
-    spec = importlib.util.spec_from_file_location("train_pose_prior", ROOT / "scripts" / "train_pose_prior.py")
-    tpp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tpp)
+    from models.training import pose_prior as tpp
+
     x = rng.normal(size=(3000, DIM)) * 0.2
     x[:1500, :10] += 0.8                                   # two clusters
     w = np.ones(len(x))

@@ -11,8 +11,11 @@ from models.core.errors import SmplIkError
 from models.core.kinematics import forward_kinematics
 from models.core.skeleton import JOINT_INDEX, PARENTS
 from models.ik.effectors import Effector, EffectorKind, encode_effectors
-from models.ik.refine import JOINT_LIMITS, RefineOptions, refine_pose
-from models.ik.smplik import SmplIk, SolveOptions, six_point_effectors
+from models.ik.effectors import six_point_effectors
+from models.ik.limits import JOINT_LIMITS
+from models.ik.options import SampleOptions, SolveOptions
+from models.ik.refine import RefineOptions, refine_pose
+from models.ik.smplik import SmplIk
 
 P = EffectorKind.POSITION
 DEFAULTS = ("pelvis", "head", "left_wrist", "right_wrist", "left_ankle", "right_ankle")
@@ -205,7 +208,7 @@ def test_knees_and_elbows_stay_in_range_when_stretched(standing):
 
 def test_refined_random_sets_stay_in_range(open_body, rng):
     from models.core.rotations import axis_angle_to_matrix
-    from models.ik.refine import clamp_to_limits
+    from models.ik.limits import clamp_to_limits
 
     net = SmplIk.load()
     for _ in range(10):
@@ -330,7 +333,7 @@ def test_a_far_soft_target_is_followed_while_the_hard_pin_is_mended(open_body):
 def test_a_joint_folded_past_its_range_goes_to_the_nearer_bound_around_the_circle():
     """A network may fold a knee to -178 degrees, which is 182 of flexion: into range it goes
     to the 160 bound (a deep bend), not to -15 (a straight, hyperextended leg)."""
-    from models.ik.refine import clamp_to_limits
+    from models.ik.limits import clamp_to_limits
 
     local = np.tile(np.eye(3), (24, 1, 1))
     local[JOINT_INDEX["left_knee"]] = Rotation.from_euler("x", -178, degrees=True).as_matrix()
@@ -430,11 +433,11 @@ def test_the_descent_keeps_rotations_orthonormal():
     parent's world rotation and back, a product along the chain, so such an error grew with every
     step (to 0.7 off orthonormal within 30 steps on the collected cases) and the rounding back
     to rotations at the end moved the pins off again."""
-    from models.ik.refine import _refine_levels
+    from models.ik.refine import refine_levels
 
     for start, rest, effs, _, _ in stalled_cases():
         local = start[0].astype(np.float32).astype(np.float64)
-        out, _ = _refine_levels(local, start[1], rest, effs, [False] * len(effs), RefineOptions())
+        out, _ = refine_levels(local, start[1], rest, effs, [False] * len(effs), RefineOptions())
         assert np.abs(out @ np.swapaxes(out, -1, -2) - np.eye(3)).max() < 1e-9
 
 
@@ -449,12 +452,12 @@ def test_a_start_in_the_wrong_basin_meets_every_pin_with_the_root_turned():
     """From the network's start a pelvis pin gives way by 1.8 mm (the hips and spine settle 30
     degrees off the pose that holds every pin); refined again with the root turned, every pin
     is met inside the joint ranges."""
-    from models.ik.smplik import _root_turned
+    from models.ik.solving import root_turned
 
     ((start, rest, effs, _, _),) = stalled_cases(BASINS)
     plain = refine_pose(*start, rest, effs)
     assert [(m.joint, m.gave_way) for m in plain.misses] == [("pelvis", True)] and not met(plain, effs, rest)
-    out, turn = _root_turned(start, lambda s: refine_pose(*s, rest, effs))
+    out, turn = root_turned(start, lambda s: refine_pose(*s, rest, effs))
     assert turn is not None and out.misses == () and met(out, effs, rest) and inside(out.local_rot)
 
 
@@ -464,7 +467,7 @@ def test_solve_and_every_alternative_leave_the_wrong_basin():
     ((_, rest, effs, _, _),) = stalled_cases(BASINS)
     net = SmplIk.load()
     solutions = [net.solve(effs, rest, SolveOptions(mode=m)) for m in ("deterministic", "natural")]
-    solutions += net.sample(effs, rest, count=8, seed=0)
+    solutions += net.sample(effs, rest, SampleOptions(count=8, seed=0))
     for solution in solutions:
         assert solution.misses == () and met(solution, effs, rest)
 
@@ -474,8 +477,9 @@ def test_pins_out_of_the_bodys_reach_are_named_with_the_reason_and_no_restart_is
     miss names the other pin, the distance between the targets and the body's span between the
     joints (the bone lengths along the path, summed here by hand), and neither solve nor
     sample spend the root-turn restarts on it (no start can meet it)."""
-    import models.ik.smplik as smplik
-    from models.ik.refine import out_of_reach
+    import models.ik.sampling as sampling
+    import models.ik.solving as solving
+    from models.ik.reach import out_of_reach
 
     _, _, rest, fk = standing
     chain = ["left_wrist", "left_elbow", "left_shoulder", "left_collar", "spine3", "spine2", "spine1", "pelvis",
@@ -493,10 +497,11 @@ def test_pins_out_of_the_bodys_reach_are_named_with_the_reason_and_no_restart_is
     assert out_of_reach(effs[:2] + [Effector("left_wrist", P, tuple(near))], rest) == {}
 
     calls = []
-    monkeypatch.setattr(smplik, "_root_turned", lambda *a, **k: calls.append(1) or (None, None))
+    for module in (solving, sampling):
+        monkeypatch.setattr(module, "root_turned", lambda *a, **k: calls.append(1) or (None, None))
     net = SmplIk.load()
     solutions = [net.solve(effs, rest, SolveOptions(mode=m)) for m in ("deterministic", "natural")]
-    solutions += net.sample(effs, rest, count=4, seed=0)
+    solutions += net.sample(effs, rest, SampleOptions(count=4, seed=0))
     for solution in solutions:
         (miss,) = solution.misses
         assert miss.joint == "left_wrist" and f"{span + 0.3:.2f} m from left_ankle's" in miss.describe()
@@ -508,7 +513,7 @@ def test_pins_that_only_a_knee_bent_backwards_meets_say_so(standing):
     knee bent 45 degrees backwards puts it (30 past its range, which stops at 15): no start
     meets every pin inside the ranges, so the solve and each alternative report the miss with
     the reason, the knee named; out of reach by distance it is not."""
-    from models.ik.refine import out_of_reach
+    from models.ik.reach import out_of_reach
 
     local, trans, rest, _ = standing
     bent = local.copy()
@@ -520,7 +525,7 @@ def test_pins_that_only_a_knee_bent_backwards_meets_say_so(standing):
     assert out_of_reach(effs, rest) == {}
     net = SmplIk.load()
     solutions = [net.solve(effs, rest, SolveOptions(mode=m)) for m in ("deterministic", "natural")]
-    solutions += net.sample(effs, rest, count=3, seed=0)
+    solutions += net.sample(effs, rest, SampleOptions(count=3, seed=0))
     for solution in solutions:
         assert solution.misses and all(not m.soft for m in solution.misses)
         for miss in solution.misses:
@@ -535,15 +540,17 @@ def test_pins_that_only_a_knee_bent_backwards_meets_say_so(standing):
 def test_pins_that_may_not_give_way_are_a_fit_and_get_no_restarts(monkeypatch):
     """The basin case: with give_way off (a fit to targets that disagree, as the photo lift's)
     a miss is the compromise asked for, and no root turn is tried; with it on, one is."""
-    import models.ik.smplik as smplik
+    import models.ik.sampling as sampling
+    import models.ik.solving as solving
 
     ((_, rest, effs, _, _),) = stalled_cases(BASINS)
     calls = []
-    monkeypatch.setattr(smplik, "_root_turned", lambda *a, **k: calls.append(1) or (None, None))
-    monkeypatch.setattr(SmplIk, "_range_reason", lambda *a, **k: "")
+    for module in (solving, sampling):
+        monkeypatch.setattr(module, "root_turned", lambda *a, **k: calls.append(1) or (None, None))
+    monkeypatch.setattr(SmplIk, "range_reason", lambda *a, **k: "")
     net = SmplIk.load()
     fit = net.solve(effs, rest, SolveOptions(refine=RefineOptions(give_way=False)))
-    fit_samples = net.sample(effs, rest, count=8, seed=0, options=SolveOptions(refine=RefineOptions(give_way=False)))
+    fit_samples = net.sample(effs, rest, SampleOptions(count=8, seed=0, refine=RefineOptions(give_way=False)))
     assert fit.misses and any(s.misses for s in fit_samples) and calls == []
     assert net.solve(effs, rest).misses and calls == [1]
 
@@ -551,19 +558,22 @@ def test_pins_that_may_not_give_way_are_a_fit_and_get_no_restarts(monkeypatch):
 def test_restarts_off_tries_no_other_start(monkeypatch):
     """SolveOptions(restarts=False), as Bake asks once a frame's pins proved out of reach: the
     basin case keeps its miss, and neither solve nor sample turns the root or looks for a reason."""
-    import models.ik.smplik as smplik
+    import models.ik.sampling as sampling
+    import models.ik.solving as solving
 
     ((_, rest, effs, _, _),) = stalled_cases(BASINS)
     calls = []
-    monkeypatch.setattr(smplik, "_root_turned", lambda *a, **k: calls.append("turn") or (None, None))
-    monkeypatch.setattr(SmplIk, "_range_reason", lambda *a, **k: calls.append("reason") or "")
+    for module in (solving, sampling):
+        monkeypatch.setattr(module, "root_turned", lambda *a, **k: calls.append("turn") or (None, None))
+    monkeypatch.setattr(SmplIk, "range_reason", lambda *a, **k: calls.append("reason") or "")
     retries = []
-    refine = smplik.refine_pose
-    monkeypatch.setattr(smplik, "refine_pose", lambda *a, **k: retries.append(1) or refine(*a, **k))
+    refine = refine_pose
+    for module in (solving, sampling):
+        monkeypatch.setattr(module, "refine_pose", lambda *a, **k: retries.append(1) or refine(*a, **k))
     net = SmplIk.load()
     off = SolveOptions(restarts=False)
     assert net.solve(effs, rest, off).misses and calls == []
-    samples = net.sample(effs, rest, count=8, seed=0, options=off)
+    samples = net.sample(effs, rest, SampleOptions(count=8, seed=0, restarts=False))
     assert calls == []
     # each alternative that misses still tries its other starts (nearer the natural pose)
     assert len(retries) >= sum(bool(s.misses) for s in samples) > 0

@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import benchmark_photo  # noqa: E402
-import render_motion_video  # noqa: E402
+from benchmarks.photo_labels import read_labels
+from benchmarks.render import TILT_DEG
+from models.photo.camera import default_camera
 
-from models.photo.camera import default_camera  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 WALK = ROOT.parent / "shared" / "data" / "mocap" / "m21" / "m21_data_content_walk.bvh"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -38,7 +37,7 @@ def test_pictures_and_labels_of_a_walk_that_the_benchmark_reads(tmp_path):
     assert "nowhere.bvh" in done.stdout and "3 pictures of 1 of 2 clips" in done.stdout
     labels = json.loads((out / "labels.json").read_text())
     assert [f["image"] for f in labels["frames"]] == [f"m21_data_content_walk_{n:03d}.png" for n in range(3)]
-    frames = benchmark_photo.read_labels(out)
+    frames = read_labels(out)
     camera = default_camera(320, 240)
     import cv2
 
@@ -48,7 +47,7 @@ def test_pictures_and_labels_of_a_walk_that_the_benchmark_reads(tmp_path):
         np.testing.assert_allclose(camera.project(points), pixels, atol=1e-6)
         assert set(frame.joints_3d) >= {"left_shoulder", "right_knee", "neck", "nose", "head_top"}
         # the floor's up, seen by a camera looking TILT_DEG down: leaning that far toward it
-        assert np.degrees(np.arccos(frame.up[1])) == pytest.approx(render_motion_video.TILT_DEG)
+        assert np.degrees(np.arccos(frame.up[1])) == pytest.approx(TILT_DEG)
         assert frame.up[2] > 0
         image = cv2.imread(str(frame.image))
         assert image.shape == (240, 320, 3)

@@ -7,14 +7,14 @@ import pytest
 
 from models.body.measure import measure
 from models.core.errors import SmplIkError
-from models.motion.bvh import Skeleton, read_bvh, write_bvh
+from models.motion.bvh import Skeleton, read_bvh, smpl_bvh_skeleton, write_bvh, write_smpl_bvh
 from models.core.kinematics import forward_kinematics
 from models.motion.mapping import build_mapping
-from models.motion.retarget import (AT_BOUND_SD, BETA_BOUND, BONES, LEAN_LIMIT_DEG, LENGTH_UNITS,
-                                    REST_POSE_LIMIT_DEG, TRUNK, _fk_offsets, _resample_trunk, check_body,
-                                    invert_shape,
-                                    rest_pose_departure, retarget, smpl_bvh_skeleton, smpl_positions,
-                                    write_smpl_bvh)
+from models.motion.retarget import retarget
+from models.motion.shape_fit import AT_BOUND_SD, BETA_BOUND, BONES, LEAN_LIMIT_DEG, check_body, invert_shape
+from models.motion.source_rig import (REST_POSE_LIMIT_DEG, TRUNK, rest_pose_departure, resample_trunk,
+                                      smpl_positions, zero_pose_positions)
+from models.motion.units import LENGTH_UNITS
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
 from models.core.skeleton import JOINT_INDEX, JOINT_NAMES, PARENTS
 
@@ -205,9 +205,9 @@ def test_a_rest_oriented_rig_takes_the_twist_of_its_limbs_from_their_hinges(open
 
 def test_the_zero_pose_of_a_rest_oriented_rig_is_refused_as_a_rest_pose(open_body, rng):
     sk, where = smpl_bvh_skeleton(open_body.rest_joints(BETAS))
-    t_pose = smpl_positions(_fk_offsets(sk.parents, sk.offsets)[where], identity_mapping(), {})
+    t_pose = smpl_positions(zero_pose_positions(sk.parents, sk.offsets)[where], identity_mapping(), {})
     oriented, _ = with_rest_orientations(sk, np.eye(3)[None, None].repeat(len(sk.names), 1), rng)
-    heap = smpl_positions(_fk_offsets(oriented.parents, oriented.offsets)[where], identity_mapping(), {})
+    heap = smpl_positions(zero_pose_positions(oriented.parents, oriented.offsets)[where], identity_mapping(), {})
     assert rest_pose_departure(t_pose) < 30.0 < REST_POSE_LIMIT_DEG < rest_pose_departure(heap)
 
 
@@ -376,7 +376,7 @@ def test_the_spines_joints_sit_on_the_source_trunk_where_smpl_has_them(open_body
     source = np.cumsum([[0, 0, 0], [0, 0.08, 0], kink, [0, 0.15, 0], [0, 0.27, 0]], axis=0)
     frames = np.stack([source, source + [0.3, 0, 0]])          # (2, 5, 3): moved frames too
     points = np.full((2, 24, 3), np.nan)
-    placed = _resample_trunk(points, frames, [0, 1, 2, 3, 4], rest)
+    placed = resample_trunk(points, frames, [0, 1, 2, 3, 4], rest)
     seg = np.linalg.norm(np.diff(source, axis=0), axis=1)
     cum = np.concatenate([[0], np.cumsum(seg)])
     for j, f in zip(idx[1:-1], fractions):

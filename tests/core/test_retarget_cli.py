@@ -9,9 +9,8 @@ import pytest
 
 from models.body.measure import measure
 from models.body.model import load_body_model
-from models.motion.bvh import read_bvh
+from models.motion.bvh import read_bvh, write_smpl_bvh
 from models.core.kinematics import forward_kinematics
-from models.motion.retarget import write_smpl_bvh
 from models.core.rotations import axis_angle_to_matrix
 from models.core.skeleton import JOINT_NAMES, PARENTS
 

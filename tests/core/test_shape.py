@@ -12,7 +12,7 @@ from models.core.skeleton import PARENTS
 from models.photo import shape
 from models.photo.camera import default_camera
 from models.photo.detect import Detection
-from models.photo.fit import KEYPOINTS, _body_points
+from models.photo.keypoints import KEYPOINTS, body_points
 
 TRUE_BETAS = np.array([0.0, 1.5, -1.2, 0.8, 0.0, 0.6, 0.0, 0.0, -0.8, 0.0])
 
@@ -23,7 +23,7 @@ def seen_frames(body, betas, count, rng):
     first pass made with the average body (its pelvis where the true one is)."""
     camera = default_camera(1280, 720)
     rest, neutral = body.rest_joints(betas), body.rest_joints(np.zeros(10))
-    points, kept = _body_points(rest, body, betas)
+    points, kept = body_points(rest, body, betas)
     fits, detections = [], []
     for _ in range(count):
         turn = rng.normal(0.0, 0.35, (24, 3))

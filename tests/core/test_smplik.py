@@ -9,11 +9,14 @@ from conftest import assert_only_rows_changed, ROOT, measured_effector_errors, s
 from models.core.errors import SmplIkError
 from models.core.kinematics import forward_kinematics
 from models.ik.nn import prepare, save_weights
-from models.ik.refine import RefineOptions, _residuals, _Targets, apply_step, refine_pose
+from models.ik.refine import RefineOptions, refine_pose
+from models.ik.residuals import Targets, effector_residuals
+from models.ik.solver import apply_step
 from models.core.rotations import axis_angle_to_matrix, geodesic_angle
-from models.core.skeleton import JOINT_INDEX, PARENTS
-from models.ik.effectors import Effector, encode_effectors
-from models.ik.smplik import DEFAULT_WEIGHTS, SIX_POINT_JOINTS, SIX_POINTS, SmplIk, SolveOptions, six_point_effectors
+from models.core.skeleton import JOINT_INDEX, PARENTS, SIX_POINTS
+from models.ik.effectors import SIX_POINT_INDICES, Effector, encode_effectors, six_point_effectors
+from models.ik.options import SampleOptions, SolveOptions
+from models.ik.smplik import DEFAULT_WEIGHTS, SmplIk
 
 RAW = SolveOptions(refine=None)   # the network's pose as it is
 
@@ -125,7 +128,7 @@ def test_batched_positions_match_single_solves(random_model, open_body, rng):
     net = SmplIk(prepare(random_model.numpy_params()), random_model.config)
     poses = [true_pose(open_body, rng) for _ in range(3)]
     rest = np.stack([r for _, r, _ in poses])
-    targets = np.stack([fk.positions[list(SIX_POINT_JOINTS)] for _, _, fk in poses])
+    targets = np.stack([fk.positions[list(SIX_POINT_INDICES)] for _, _, fk in poses])
     local, trans = net.solve_positions(SIX_POINTS, targets, rest)
     for n, (_, r, fk) in enumerate(poses):
         one = net.solve(six_point_effectors(fk.positions), r, RAW)
@@ -160,9 +163,9 @@ def test_refinement_jacobian_matches_finite_differences(open_body, rng):
     effs = mixed_effectors(fk)
     effs = [e if e.kind == "rotation" else type(e)(e.joint, e.kind, tuple(np.asarray(e.target) + 0.05), e.axis, 0.7)
             for e in effs]  # off target, so every residual is non-zero
-    targets = _Targets(effs)
+    targets = Targets(effs)
     trans = fk.positions[0] - rest[0]
-    r0, jac = _residuals(targets, fk.rotations, fk.positions, True)
+    r0, jac = effector_residuals(targets, fk.rotations, fk.positions, True)
     eps = 1e-6
     numeric = np.zeros_like(jac)
     for i in range(jac.shape[1]):
@@ -170,7 +173,7 @@ def test_refinement_jacobian_matches_finite_differences(open_body, rng):
         step[i] = eps
         local, tr = apply_step(rot, trans, fk, step)
         moved = forward_kinematics(local, rest, PARENTS, tr)
-        numeric[:, i] = (_residuals(targets, moved.rotations, moved.positions, False)[0] - r0) / eps
+        numeric[:, i] = (effector_residuals(targets, moved.rotations, moved.positions, False)[0] - r0) / eps
     assert np.abs(jac - numeric).max() < 1e-4, np.abs(jac - numeric).max()
 
 
@@ -259,7 +262,8 @@ def test_shipped_model_solves_six_points(held_out_poses):
 
 
 def test_part_swaps_mix_whole_limbs_between_frames():
-    from models.training.loop import PARTS, Augmentation, PoseData, TorchBody, sample_batch
+    from models.training.batches import PARTS, Augmentation, TorchBody, sample_batch
+    from models.training.data import PoseData
 
     still, bent = np.zeros((24, 3)), np.tile([0.5, 0.0, 0.0], (24, 1))   # both unchanged by mirroring
     data = PoseData(torch.tensor(np.stack([still, bent]), dtype=torch.float32), np.zeros(2, int), ["a"], "")
@@ -281,7 +285,8 @@ def test_part_swaps_mix_whole_limbs_between_frames():
 
 def test_jitter_rests_or_turns_single_joints_and_never_the_pelvis():
     from models.core.rotations import geodesic_angle
-    from models.training.loop import Augmentation, PoseData, TorchBody, sample_batch
+    from models.training.batches import Augmentation, TorchBody, sample_batch
+    from models.training.data import PoseData
 
     bent = np.tile([0.5, 0.0, 0.0], (24, 1))     # every joint turned 0.5 rad about x (mirroring keeps it)
     data = PoseData(torch.tensor(bent[None], dtype=torch.float32), np.zeros(1, int), ["a"], "")
@@ -302,7 +307,8 @@ def test_bend_turns_one_child_bones_and_keeps_their_twist():
     from models.core.rotations import geodesic_angle, shortest_arc, unit
     from models.core.skeleton import SINGLE
     from models.core.skeleton import CHILDREN
-    from models.training.loop import Augmentation, PoseData, TorchBody, sample_batch
+    from models.training.batches import Augmentation, TorchBody, sample_batch
+    from models.training.data import PoseData
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(50, 24, 3))).float()
     data = PoseData(poses, np.zeros(50, int), ["a"], "")
@@ -327,7 +333,9 @@ def test_bend_turns_one_child_bones_and_keeps_their_twist():
 def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
     import argparse
 
-    from models.training.loop import Augmentation, PoseData, TorchBody, bend_joint_list, sample_batch
+    from models.training.batches import Augmentation, TorchBody, sample_batch
+    from models.training.data import PoseData
+    from models.training.loop import bend_joint_list
 
     assert bend_joint_list("neck, spine1") == (12, 3)
     for bad, says in (("nose", "not an SMPL joint"), ("head", "exactly one child"), ("pelvis", "exactly one child")):
@@ -343,18 +351,20 @@ def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
 
 def test_joint_weight_scales_only_the_joint_position_term(random_model):
     from models.training.effectors import make_effectors
-    from models.training.loop import PoseData, TorchBody, fk, placed_batch
+    from models.training.batches import TorchBody, fk, placed_batch
+    from models.training.data import PoseData
     from models.training.smplik import training_loss
 
     poses = torch.from_numpy(np.random.default_rng(0).normal(scale=0.3, size=(8, 24, 3))).float()
     data = PoseData(poses, np.zeros(8, int), ["a"], "")
     gen = torch.Generator().manual_seed(0)
-    rot, rest, _, world, pos = placed_batch(data, TorchBody(), 16, gen)
+    batch = placed_batch(data, TorchBody(), 16, gen)
+    rot, rest, _, world, pos = batch
     model = random_model.float()
     eff = make_effectors(world, pos, gen)
     local, trans = model(*eff[:3], rest)
     mpjpe = (fk(local, rest, trans)[1] - pos).norm(dim=-1).mean()
-    gap = training_loss(model, rot, rest, world, pos, eff, 20.0) - training_loss(model, rot, rest, world, pos, eff, 5.0)
+    gap = training_loss(model, batch, eff, 20.0) - training_loss(model, batch, eff, 5.0)
     assert mpjpe > 0.01 and torch.isclose(gap, 15.0 * mpjpe, rtol=1e-3)
 
 
@@ -429,8 +439,10 @@ def test_solve_and_sample_take_only_whole_solve_options(random_model, open_body)
         SolveOptions(refine=True)
     with pytest.raises(SmplIkError, match="mode must be one of deterministic, natural"):
         SolveOptions(mode=None)
-    with pytest.raises(SmplIkError, match="keep and warm_start are solve's"):
-        net.sample(effs, rest, options=SolveOptions(warm_start=True))
+    with pytest.raises(SmplIkError, match="options must be a SampleOptions \\(RefineOptions go in its `refine`\\)"):
+        net.sample(effs, rest, SolveOptions(warm_start=True))
+    with pytest.raises(SmplIkError, match="must be a RefineOptions or None, not bool"):
+        SampleOptions(refine=True)
 
 
 def test_path_follower_and_the_benchmarks_use_only_the_public_solver():

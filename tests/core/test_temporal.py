@@ -34,11 +34,11 @@ def test_local_line_keeps_a_drift_to_the_ends_and_calms_an_excursion():
     """A steady drift (a walk toward the camera, 3 cm a frame) comes out unchanged to the last
     frame, where a Gaussian average of the same width (ends held) trails it by centimetres; a
     0.4 m excursion over 5 frames comes out under a third as deep."""
-    from models.motion.temporal import _filter, gaussian_kernel, local_linear
+    from models.motion.temporal import filter_in_time, gaussian_kernel, local_linear
 
     drift = 2.0 + 0.03 * np.arange(60)
     assert np.abs(local_linear(drift, 6.0) - drift).max() < 1e-9
-    assert abs(_filter(drift, gaussian_kernel(6.0))[-1] - drift[-1]) > 0.05
+    assert abs(filter_in_time(drift, gaussian_kernel(6.0))[-1] - drift[-1]) > 0.05
     bent = drift.copy()
     bent[28:33] -= 0.4
     assert np.abs(local_linear(bent, 6.0) - drift).max() < 0.4 / 3

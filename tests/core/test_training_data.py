@@ -22,7 +22,8 @@ def small_set(n_clips, frames, value):
 
 def test_merged_sources_are_named_and_drawn_in_equal_shares(tmp_path):
     from models.motion.batch import save_npz_atomically
-    from models.training.loop import PoseData, TorchBody, load_pose_data, merge_datasets, sample_batch
+    from models.training.batches import TorchBody, sample_batch
+    from models.training.data import PoseData, load_pose_data, merge_datasets
 
     # 'big' has 9 times the frames of 'small'; each source's poses are told apart by their value
     merged = merge_datasets([("big", small_set(3, 300, 0.1)), ("small", small_set(2, 50, 0.4))])
@@ -40,7 +41,7 @@ def test_merged_sources_are_named_and_drawn_in_equal_shares(tmp_path):
 
 
 def test_training_bodies_are_the_three_open_bodies():
-    from models.training.loop import TorchBody
+    from models.training.batches import TorchBody
 
     body = TorchBody()
     assert len(body) == len(GENDERS) == 3
@@ -53,7 +54,8 @@ def test_training_bodies_are_the_three_open_bodies():
 
 
 def test_bone_lengths_vary_alike_left_and_right_and_keep_directions():
-    from models.training.loop import PoseData, TorchBody, sample_batch, vary_bones
+    from models.training.batches import TorchBody, sample_batch, vary_bones
+    from models.training.data import PoseData
 
     rest = TorchBody().rest_joints(torch.zeros(1, 10))
     scale = torch.ones(1, 24)
@@ -75,7 +77,7 @@ def test_bone_lengths_vary_alike_left_and_right_and_keep_directions():
 
 
 def test_a_pose_carried_to_another_body_keeps_its_bones_world_directions_and_its_leaves():
-    from models.training.loop import TorchBody, fk, transfer_pose
+    from models.training.batches import TorchBody, fk, transfer_pose
     from models.training.rotations import axis_angle_to_matrix
     from models.core.skeleton import CHILDREN
 
@@ -106,7 +108,7 @@ def test_carrying_a_retargeted_pose_to_another_body_agrees_with_retargeting_onto
     from models.motion.bvh import read_bvh
     from models.motion.retarget import retarget
     from models.core.rotations import axis_angle_to_matrix, geodesic_angle
-    from models.training.loop import transfer_pose
+    from models.training.batches import transfer_pose
 
     clip = SHARED_MOCAP / "cmu_train" / "cmu_walking_20.bvh"
     if not clip.exists():
@@ -127,7 +129,8 @@ def test_carrying_a_retargeted_pose_to_another_body_agrees_with_retargeting_onto
 
 
 def test_training_batches_carry_each_pose_from_its_clips_body():
-    from models.training.loop import Augmentation, PoseData, TorchBody, sample_batch, transfer_pose
+    from models.training.batches import Augmentation, TorchBody, sample_batch, transfer_pose
+    from models.training.data import PoseData
 
     body = TorchBody()
     source = body.rest_joints(2 * torch.ones(1, 10), torch.zeros(1, dtype=torch.long))   # the clip's own body
@@ -145,7 +148,8 @@ def test_training_batches_carry_each_pose_from_its_clips_body():
 
 def test_a_trunk_leaned_at_the_hips_keeps_the_legs_and_leans_forward():
     from models.core.skeleton import JOINT_INDEX
-    from models.training.loop import Augmentation, PoseData, TorchBody, fk, lean_at_hips, sample_batch
+    from models.training.batches import Augmentation, TorchBody, fk, lean_at_hips, sample_batch
+    from models.training.data import PoseData
     from models.training.rotations import axis_angle_to_matrix
 
     gen = torch.Generator().manual_seed(1)

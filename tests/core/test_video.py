@@ -1,24 +1,34 @@
 """Pose from video: the filters and foot locking on synthetic motion; tracking, fitting and
 locking on a video written from a shared photo (when the photo packages and ../shared/data are here);
 scripts/video_to_smpl.py on a folder, locally and on a dask cluster; bad input."""
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import video_clips
 
 from models.core.errors import SmplIkError
 from models.core.kinematics import forward_kinematics
+from models.core.metrics import acceleration_error, foot_skating
 from models.core.skeleton import JOINT_INDEX, NUM_JOINTS, PARENTS
-from models.photo import video
+from models.photo import contacts, tracking, video
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-import video_clips  # noqa: E402
 
 FEET_JOINTS = [JOINT_INDEX[n] for n in ("left_ankle", "left_foot", "right_ankle", "right_foot")]
+
+
+def skate_mm_per_frame(joints, contact):
+    """The mean distance, in millimetres, a foot's ankle and ball move from one frame to the
+    next where the foot is in contact on both (joints (T, 24, 3), contact (T, 2))."""
+    return foot_skating(joints[:, FEET_JOINTS], np.repeat(contact, 2, axis=1), up=None) * 1000
+
+
+def acceleration_mm(joints):
+    """The joints' mean acceleration, millimetres per frame squared (joints (T, 24, 3))."""
+    return acceleration_error(joints, np.zeros_like(joints)) * 1000
 
 
 def needs_video():
@@ -41,10 +51,10 @@ def test_one_euro_smooths_a_still_signal_and_follows_a_moving_one(rng):
     as smooth at rest would (time constant 1 / (2 pi 1.5 Hz) = 0.11 s: 0.11 units behind)."""
     times = np.arange(90) / 30.0
     still = 0.002 * rng.normal(size=(90, 4))
-    f = video.OneEuro()
+    f = tracking.keypoint_filter()
     out = np.array([f(v, t) for v, t in zip(still, times)])
     assert out[30:].std() < 0.5 * still[30:].std()
-    f = video.OneEuro()
+    f = tracking.keypoint_filter()
     ramp = np.array([f(np.array([t]), t)[0] for t in times])
     assert np.abs(ramp[30:] - times[30:]).max() < 0.03
 
@@ -62,15 +72,15 @@ def test_contacts_and_locking_hold_standing_feet(open_body, rng):
     trans += 0.003 * rng.normal(size=(count, 3))
     trans[:, 2] -= 4.0                      # 4 m in front of the camera
     joints = forward_kinematics(local, rest, PARENTS, trans).positions
-    up = video._up(local, trans, rest)
+    up = contacts.clip_up(local, trans, rest)
     assert up[1] > 0.99
-    contact, floor = video.foot_contacts(joints, 30.0, up)
+    contact, floor = contacts.foot_contacts(joints, 30.0, up)
     assert contact.all()
-    before = video.skate_mm_per_frame(joints, contact)
-    locked_rot, locked_trans = video.lock_feet(local, trans, rest, contact)
+    before = skate_mm_per_frame(joints, contact)
+    locked_rot, locked_trans = contacts.lock_feet(local, trans, rest, contact)
     after = forward_kinematics(locked_rot, rest, PARENTS, locked_trans).positions
     assert before > 3.0
-    assert video.skate_mm_per_frame(after, contact) < 0.5
+    assert skate_mm_per_frame(after, contact) < 0.5
     assert np.abs(after[:, FEET_JOINTS] - after[:1, FEET_JOINTS]).max() < 2e-3
 
 
@@ -83,7 +93,7 @@ def test_a_swinging_foot_is_not_in_contact(open_body):
     swing = [JOINT_INDEX["left_ankle"], JOINT_INDEX["left_foot"]]
     joints[:, swing, 1] += 0.2
     joints[:, swing, 2] += (1.5 / 30.0) * np.arange(count)[:, None]
-    contact, _ = video.foot_contacts(joints, 30.0, np.array([0.0, 1.0, 0.0]))
+    contact, _ = contacts.foot_contacts(joints, 30.0, np.array([0.0, 1.0, 0.0]))
     assert not contact[:, 0].any() and contact[:, 1].all()
 
 
@@ -91,7 +101,7 @@ def test_video_scene_levels_the_floor(open_body):
     """A motion seen by a camera tilted 20 degrees down: the scene turns it upright (the floor's
     up becomes +Y) and puts the feet at their rest height on its floor."""
     from models.core.rotations import axis_angle_to_matrix
-    from models.photo.fit import standing_up
+    from models.photo.scene import standing_up
 
     rest = open_body.rest_joints(np.zeros(10))
     tilt = axis_angle_to_matrix(np.array([np.radians(20.0), 0.0, 0.0]))
@@ -99,9 +109,9 @@ def test_video_scene_levels_the_floor(open_body):
     local[:, 0] = tilt
     trans = np.array([0.3, -0.5, -4.0]) + np.zeros((5, 3))
     joints = forward_kinematics(local, rest, PARENTS, trans).positions
-    up = video._up(local, trans, rest)   # feet to the centre of mass: a few degrees off +Y at rest
+    up = contacts.clip_up(local, trans, rest)   # feet to the centre of mass: a few degrees off +Y at rest
     assert np.degrees(np.arccos(up @ tilt @ [0.0, 1.0, 0.0])) < 6.0
-    _, floor = video.foot_contacts(joints, 30.0, up)
+    _, floor = contacts.foot_contacts(joints, 30.0, up)
     motion = video.VideoMotion(local_rot=local, trans=trans, joints=joints, betas=np.zeros(10), fps=30.0,
                                frames=np.arange(5), contact=np.ones((5, 2), bool), camera=None, notes=(),
                                up=up, floor=floor)
@@ -150,21 +160,21 @@ def test_standing_feet_are_in_contact_and_locked(standing):
     _, runs = standing
     locked, unlocked = runs["temporal"], runs["unlocked"]
     assert locked.contact.mean(axis=0).min() >= 0.9
-    assert video.skate_mm_per_frame(locked.joints, locked.contact) < 0.5
-    assert video.skate_mm_per_frame(unlocked.joints, unlocked.contact) > 1.0
+    assert skate_mm_per_frame(locked.joints, locked.contact) < 0.5
+    assert skate_mm_per_frame(unlocked.joints, unlocked.contact) > 1.0
 
 
 def test_smoothed_motion_jitters_less_than_the_per_frame_baseline(standing):
     """The baseline fits each frame alone, so detector noise reaches the joints unfiltered:
     its acceleration is many times that of the filtered, warm-started, smoothed motion."""
     _, runs = standing
-    assert video.acceleration_mm(runs["temporal"].joints) < 0.2 * video.acceleration_mm(runs["baseline"].joints)
+    assert acceleration_mm(runs["temporal"].joints) < 0.2 * acceleration_mm(runs["baseline"].joints)
     assert not runs["baseline"].found.sum() < 24
 
 
 def test_a_range_with_a_step(standing):
     path, _ = standing
-    motion = video.pose_from_video(path, frame_start=3, frame_end=15, step=4)
+    motion = video.pose_from_video(path, video.VideoClip(frame_start=3, frame_end=15, step=4))
     assert motion.frames.tolist() == [3, 7, 11] and motion.fps == pytest.approx(video_clips.FPS / 4)
 
 
@@ -199,7 +209,7 @@ def test_each_person_of_a_group_is_followed_by_their_number(tmp_path):
     path = video_clips.standing_clip(tmp_path / "group.mp4", frames=8, box=None, size=(810, 1080))
     pelvis = []
     for person in (0, 1):
-        motion = video.pose_from_video(path, person=person)
+        motion = video.pose_from_video(path, video.VideoClip(person=person))
         assert motion.found.all()
         pelvis.append(motion.camera.project(motion.joints[:, 0]))
     assert np.abs(pelvis[0][:, 0] - pelvis[1][:, 0]).min() > 100
@@ -210,7 +220,7 @@ def test_each_person_of_a_group_is_followed_by_their_number(tmp_path):
 def test_a_start_past_the_end_is_refused(standing):
     path, _ = standing
     with pytest.raises(SmplIkError, match="frame_start 100 is past the video's last frame"):
-        video.pose_from_video(path, frame_start=100)
+        video.pose_from_video(path, video.VideoClip(frame_start=100))
 
 
 def test_cancelling_stops_at_once(standing):
@@ -226,7 +236,7 @@ def test_person_out_of_range_names_how_many_were_found(standing):
     # the clip shows its person and, at the edge, part of the man beside him
     with pytest.raises(SmplIkError, match=r"standing.mp4: the first frame with people \(frame 0\) shows only "
                                           r"(1 person|2 people), so there is no 6th largest person to follow"):
-        video.pose_from_video(path, person=5)
+        video.pose_from_video(path, video.VideoClip(person=5))
 
 
 def test_bad_files_are_named_errors(tmp_path):
@@ -245,7 +255,7 @@ def test_bad_files_are_named_errors(tmp_path):
         with pytest.raises(SmplIkError, match="still image"):
             video.pose_from_video(video_clips.PHOTO)
     with pytest.raises(SmplIkError, match="step 0"):
-        video.pose_from_video(text, step=0)
+        video.pose_from_video(text, video.VideoClip(step=0))
 
 
 def test_warm_start_lands_where_the_cold_fit_does():
@@ -258,7 +268,7 @@ def test_warm_start_lands_where_the_cold_fit_does():
     from models.body.model import load_body_model
     from models.photo.camera import default_camera
     from models.photo.detect import detect_people, read_image
-    from models.photo.fit import fit_to_image
+    from models.photo.fit import FitOptions, fit_to_image
 
     rgb = read_image(video_clips.PHOTO)
     person = detect_people(rgb)[0]
@@ -266,7 +276,8 @@ def test_warm_start_lands_where_the_cold_fit_does():
     rest = body.rest_joints(np.zeros(10))
     camera = default_camera(rgb.shape[1], rgb.shape[0])
     cold = fit_to_image(person, rest, camera, body=body)
-    warm = fit_to_image(person, rest, camera, body=body, start=(cold.local_rot, cold.trans), iterations=3)
+    warm = fit_to_image(person, rest, camera, body=body,
+                        options=FitOptions(start=(cold.local_rot, cold.trans), iterations=3))
     assert warm.iterations <= 3 and warm.start.method == "warm"
     assert np.nanmedian(warm.keypoint_error_px) < np.nanmedian(cold.keypoint_error_px) + 0.5
     pose = (warm.joints - warm.joints[0]) - (cold.joints - cold.joints[0])
@@ -334,15 +345,15 @@ def test_the_floor_comes_from_where_the_feet_rest(rng):
     points = flat @ tilt.T + [0.0, -1.0, -4.0] + 0.01 * rng.normal(size=(200, 3))
     guess = axis_angle_to_matrix(np.array([0.0, 0.0, np.radians(20.0)])) @ truth
     angle = lambda a, b: np.degrees(np.arccos(np.clip(a @ b, -1, 1)))   # noqa: E731
-    assert angle(video._floor_up(points, guess), truth) < 1.0
+    assert angle(contacts._floor_up(points, guess), truth) < 1.0
     line = points.copy()
     line[:, 2] = -4.0                    # a line across the picture (x only): the tilt stays open
-    square = video._floor_up(line, unit(guess))
+    square = contacts._floor_up(line, unit(guess))
     assert abs(square @ [1.0, 0.0, 0.0]) < 0.05 and angle(square, guess) > 5.0
-    assert np.allclose(video._floor_up(points[:5], guess), guess)
+    assert np.allclose(contacts._floor_up(points[:5], guess), guess)
     # feet resting on uneven ground (heights 0.3 m apart at random): no one floor, the guess stays
     bumpy = points + np.outer(rng.choice([0.0, 0.3], size=200), truth)
-    assert np.allclose(video._floor_up(bumpy, guess), guess)
+    assert np.allclose(contacts._floor_up(bumpy, guess), guess)
 
 
 def test_a_foot_wobbling_in_depth_only_is_slow():
@@ -353,8 +364,8 @@ def test_a_foot_wobbling_in_depth_only_is_slow():
     along = np.stack([np.full(30, 0.1), np.full(30, -1.0), -4.0 + 0.03 * np.sin(t)], axis=1)
     across = np.stack([0.1 + 0.03 * t, np.full(30, -1.0), np.full(30, -4.0)], axis=1)
     in_3d = np.linalg.norm(np.gradient(along, axis=0), axis=1) * 30.0
-    assert np.median(video._lateral_speed(along, 30.0)) < 0.3 * np.median(in_3d)
-    assert np.median(video._lateral_speed(across, 30.0)) == pytest.approx(0.9, rel=0.01)
+    assert np.median(contacts._lateral_speed(along, 30.0)) < 0.3 * np.median(in_3d)
+    assert np.median(contacts._lateral_speed(across, 30.0)) == pytest.approx(0.9, rel=0.01)
 
 
 def test_the_distance_from_the_camera_is_smoothed_along_the_ray(open_body):
@@ -375,7 +386,8 @@ def test_the_distance_from_the_camera_is_smoothed_along_the_ray(open_body):
     trans = fitted - rest[0]
     options = video.VideoOptions(lock_feet=False)
     found = np.ones(count, dtype=bool)
-    _, smoothed, *_ = video._finish(list(range(count)), list(local), list(trans), found, rest, fps, options, "clip", [])
+    fits = video.ClipFits(frames=list(range(count)), local_rot=list(local), trans=list(trans), found=found)
+    _, smoothed, *_ = video._finish(fits, rest, fps, options, "clip", [])
     pelvis = smoothed + rest[0]
     assert np.linalg.norm(pelvis - walk, axis=1).max() < 0.13
     away = np.r_[0:10, 50:count]
@@ -417,7 +429,7 @@ def test_a_known_height_is_the_fitted_bodys(standing):
     from models.body.model import load_body_model
 
     path, _ = standing
-    motion = video.pose_from_video(path, frame_end=12, options=video.VideoOptions(height_m=1.62))
+    motion = video.pose_from_video(path, video.VideoClip(frame_end=12), options=video.VideoOptions(height_m=1.62))
     assert measure(load_body_model(), motion.betas).height == pytest.approx(1.62, abs=1e-3)
     with pytest.raises(SmplIkError, match="height 3 m"):
         video.pose_from_video(path, options=video.VideoOptions(height_m=3.0))

@@ -1,9 +1,9 @@
 """Start headless Blender (the bpy module) with this source tree enabled as the extension.
 
-Used by the demo, the Blender tests and benchmarks. Call `start()` before anything imports
-bpy: it points BLENDER_USER_RESOURCES at a temporary folder (nothing touches the user's own
-Blender config), links the repository into the `user_default` extension repository and
-enables it as `bl_ext.user_default.smpl_ik`.
+Used by the demo, the Blender tests and benchmarks (`from benchmarks import blender_session`).
+Call `start()` before anything imports bpy: it points BLENDER_USER_RESOURCES at a temporary
+folder (nothing touches the user's own Blender config), links the repository into the
+`user_default` extension repository and enables it as `bl_ext.user_default.smpl_ik`.
 """
 import os
 import tempfile
