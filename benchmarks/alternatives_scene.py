@@ -1,5 +1,6 @@
 """The scene of docs/alternatives.png (scripts/render_alternatives.py): bodies posed by the
 generative model's Natural and Alternatives for a few pin sets, their pins drawn as spheres."""
+import logging
 import math
 import tempfile
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ import numpy as np
 from models.core.files import atomic_path
 
 from .render import cycles, material, sky
+
+logger = logging.getLogger(__name__)
 
 # (name, its caption's lines, {joint: move}): each pinned joint's target is where it stands in
 # the rest pose moved by `move` (metres, in the body's frame: x to its left, -y forward, z up).
@@ -109,7 +112,7 @@ def posed_row(bpy, row, name, moves, alternatives, mats):
         for _ in range(col):
             bpy.ops.smpl_ik.alternative(direction="NEXT")
         if arm.smpl_ik.status:
-            print(f"{arm.name}: {arm.smpl_ik.status}")
+            logger.info(f"{arm.name}: {arm.smpl_ik.status}")
         cells.append(Cell(name, label, arm))
     return cells
 

@@ -1,6 +1,5 @@
 """Command-line options the batch programs share (scripts/retarget.py, scripts/video_to_smpl.py):
 how a batch runs its jobs, locally or on a dask cluster (models.motion.batch.run_batch)."""
-from models.core.errors import SmplIkError
 from models.motion.batch import run_batch, run_job
 
 
@@ -21,9 +20,6 @@ def check_batch_options(ap, args):
 
 
 def run_batch_as_asked(jobs, failures, args, work=run_job):
-    """models.motion.batch.run_batch with args' batch options; SystemExit with the reason when
+    """models.motion.batch.run_batch with args' batch options; SmplIkError with the reason when
     the executor asked for cannot run."""
-    try:
-        return run_batch(jobs, failures, args.executor, args.scheduler, args.jobs, work)
-    except SmplIkError as exc:
-        raise SystemExit(str(exc)) from None
+    return run_batch(jobs, failures, args.executor, args.scheduler, args.jobs, work)

@@ -1,5 +1,6 @@
 """The demo's scene (scripts/demo.py): the open body in three shapes, a body posed by dragging
 effectors, one posed from a photo and the m21 skeleton driven through its SMPL proxy."""
+import logging
 import math
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from models.core.skeleton import JOINT_INDEX
 
 from .render import cycles, material, sky
 
+logger = logging.getLogger(__name__)
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PHOTOS = (SHARED / "images" / "bus.jpg", SHARED / "images" / "camera.png")
 M21_RIG = SHARED / "mocap" / "m21" / "m21_data_t.bvh"
@@ -100,7 +102,7 @@ def build(bpy, bridge, resolution, samples):
     sky(bpy, scene, (0.75, 0.78, 0.82), 0.35)
     cycles(scene, resolution, samples)
     for note in notes:
-        print(note)
+        logger.info(note)
     return bodies
 
 

@@ -47,7 +47,7 @@ def build_split(source, out, python, platforms):
     with tempfile.TemporaryDirectory(prefix="smpl_ik_split_") as tmp:
         run = blender_ext("build", "--split-platforms", "--source-dir", source, "--output-dir", tmp)
         if run.returncode:
-            raise SystemExit(f"building the platform zips for {python.says} failed:\n{run.stdout}{run.stderr}")
+            raise SmplIkError(f"building the platform zips for {python.says} failed:\n{run.stdout}{run.stderr}")
         return [Path(shutil.move(Path(tmp) / builder_name(platform), Path(out) / builds.zip_name(platform, python)))
                 for platform in platforms]
 
@@ -61,7 +61,7 @@ def build_plain(out):
     """The zip without the photo packages, built from this source tree into `out`."""
     run = blender_ext("build", "--source-dir", ROOT, "--output-dir", out)
     if run.returncode:
-        raise SystemExit(f"building the plain extension failed:\n{run.stdout}{run.stderr}")
+        raise SmplIkError(f"building the plain extension failed:\n{run.stdout}{run.stderr}")
 
 
 def build_platforms(out, wheels_dir, platforms, python):
@@ -70,7 +70,7 @@ def build_platforms(out, wheels_dir, platforms, python):
         for name in record():
             model_path(name)
     except SmplIkError as e:
-        raise SystemExit(f"{e} (fetch the model files with `make detector`)") from None
+        raise SmplIkError(f"{e} (fetch the model files with `make detector`)") from None
     pins = read_pins()
     with tempfile.TemporaryDirectory(prefix="smpl_ik_stage_") as tmp:
         stage = Path(tmp) / "smpl_ik"
@@ -82,7 +82,7 @@ def build_platforms(out, wheels_dir, platforms, python):
             if len(list(where.glob("*.whl"))) < len(pins):
                 missing = fetch(platform, python.python, pins, wheels_dir)
                 if missing:
-                    raise SystemExit(f"{platform}, Python {python.python}: no wheel for {', '.join(missing)}")
+                    raise SmplIkError(f"{platform}, Python {python.python}: no wheel for {', '.join(missing)}")
             for wheel in where.glob("*.whl"):
                 shutil.copy2(wheel, stage / "wheels" / wheel.name)
                 names.add(wheel.name)

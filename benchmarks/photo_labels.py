@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.core.errors import SmplIkError
 from models.core.rotations import unit
 
 COCO_NAMES = ("nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
@@ -73,7 +74,7 @@ def named_points(frame, key, visible_key, names, width, scale=None):
 
 def read_labels(folder):
     """LabelledFrame per labelled person of folder/labels.json, or of folder/keypoints.json in
-    COCO's or MPII's layout (the layouts scripts/benchmark_photo.py --help describes); SystemExit
+    COCO's or MPII's layout (the layouts scripts/benchmark_photo.py --help describes); SmplIkError
     naming the file when it cannot be read."""
     folder = Path(folder)
     path = folder / "labels.json"
@@ -92,7 +93,7 @@ def read_labels(folder):
                 joints_2d=named_points(entry, "joints_2d_px", "visible_2d", names, 2),
                 box=square_box(entry["bbox_center_px"], entry["bbox_scale_200px"]), up=labelled_up(entry)))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f"{path}: cannot read the labels ({type(exc).__name__}: {exc})") from None
+        raise SmplIkError(f"{path}: cannot read the labels ({type(exc).__name__}: {exc})") from None
     return frames
 
 

@@ -1,5 +1,6 @@
 """The video benchmark (scripts/benchmark_video.py): clips chosen and rendered with their truth,
 the video pipeline run on them, and its figures against the truth (mm, mm/frame, degrees)."""
+import logging
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -8,6 +9,7 @@ import numpy as np
 
 from models.body.measure import measure
 from models.body.model import load_body_model
+from models.core.errors import SmplIkError
 from models.core.metrics import acceleration_error, aligned_error, angle_deg, foot_skating, procrustes_error
 from models.ik.nn import WEIGHTS_DIR
 from models.motion.bvh import find_bvh_files
@@ -16,6 +18,7 @@ from models.photo.video import pose_from_video
 from .data import trained_clips
 from .render import CONTACT_INDICES, render_clip
 
+logger = logging.getLogger(__name__)
 FIGURES = ("mpjpe_mm", "pa_mpjpe_mm", "accel_mm", "accel_camera_mm", "skate_mm", "up_deg", "fps", "found")
 
 
@@ -28,12 +31,12 @@ def choose_clips(data, names=None, weights_dir=WEIGHTS_DIR):
         files = [f for f in files if f.stem in wanted]
         missing = wanted - {f.stem for f in files}
         if missing:
-            raise SystemExit(f"{data}: no clip named {', '.join(sorted(missing))}")
+            raise SmplIkError(f"{data}: no clip named {', '.join(sorted(missing))}")
     else:
         trained = trained_clips(weights_dir)
         files = [f for f in files if f.name not in trained and not f.stem.endswith("_t")]   # m21_data_t: a T-pose
     if not files:
-        raise SystemExit(f"{data}: no BVH clips to benchmark on")
+        raise SmplIkError(f"{data}: no BVH clips to benchmark on")
     return files
 
 
@@ -52,8 +55,8 @@ def render_clips(clips, per_clip, max_frames, render_options, cache, render=rend
         video = Path(cache) / f"{path.stem}_{options.start}+{take}_{w}x{h}_{options.engine.lower()}.mp4"
         started = time.perf_counter()
         truth = render(path, video, options)
-        print(f"{path.name}: {len(truth.frames)} frames ({time.perf_counter() - started:.0f} s to render or read; "
-              f"{truth.render_s_per_frame:.2f} s a frame when rendered)", flush=True)
+        logger.info(f"{path.name}: {len(truth.frames)} frames ({time.perf_counter() - started:.0f} s to render or "
+                    f"read; {truth.render_s_per_frame:.2f} s a frame when rendered)")
         truths.append(truth)
         left -= len(truth.frames)
     return truths
@@ -122,8 +125,8 @@ def run(truths, methods):
             found.append(np.asarray(motion.found, dtype=bool) if motion.found is not None else np.ones(len(p), bool))
             record["methods"][name] = {**figures([p], [g], [c], [truth.up], [seconds[-1]], [found_ups[-1]]),
                                        "found": float(found[-1].mean())}
-            print(f"  {name} on {truth.video.name}: " + ", ".join(
-                f"{k} {v:.1f}" for k, v in record["methods"][name].items()), flush=True)
+            logger.info(f"  {name} on {truth.video.name}: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in record["methods"][name].items()))
         out["methods"][name] = {**figures(predicted, true, contacts, ups, seconds, found_ups),
                                 "found": float(np.concatenate(found).mean())}
     gj = joined([t.joints for t in truths])

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from models.core.errors import SmplIkError
+
 ROOT = Path(__file__).resolve().parents[1]
 # loaded by its path: importing the addon package would import bpy
 _spec = importlib.util.spec_from_file_location("builds", ROOT / "addon" / "com" / "builds.py")
@@ -33,7 +35,7 @@ def read_pins(path=REQUIREMENTS):
             continue
         name, sep, _ = line.partition("==")
         if not sep:
-            raise SystemExit(f"{path.name}: '{line}' is not pinned with ==")
+            raise SmplIkError(f"{path.name}: '{line}' is not pinned with ==")
         if name.strip().lower() not in SKIP:
             pins.append(line)
     return pins

@@ -66,7 +66,7 @@ pose refined as the add-on solves:
                  places and turns alone put more than 1 cm inside, models.ik.cost.pinned_depth,
                  is the pins' doing)
 SMPL-IK rows also give inside_limits: the fraction of poses whose knees and elbows are all
-inside the ranges the refinement keeps (models.ik.refine.JOINT_LIMITS).
+inside the ranges the refinement keeps (models.ik.limits.JOINT_LIMITS).
 Per method: mpjpe_mm (24 joints after FK), geodesic_deg (mean local rotation error; per
 joint too), effector_mm (effector methods), ms_single (median, one pose at a time) and
 per_s_batch (poses per second in batches of 1024, median of 5 batches; SMPL-IK's batch is

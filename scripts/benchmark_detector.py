@@ -56,9 +56,13 @@ def main(argv=None):
     except ImportError:
         raise SystemExit("this benchmark needs mediapipe 0.10.21 (see --help)") from None
     photos = list(args.photos)
-    for folder in args.data:
-        photos += sorted({f.image for f in read_labels(folder)})
-    report = {"data": [str(d) for d in args.data], "sets": compare_sets(args.data, landmarkers)}
+    try:
+        for folder in args.data:
+            photos += sorted({f.image for f in read_labels(folder)})
+        sets = compare_sets(args.data, landmarkers)
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
+    report = {"data": [str(d) for d in args.data], "sets": sets}
     report["photos"], seconds = compare_photos(photos, landmarkers)
     report["speed"] = {"photo_ms": {n: median_ms(seconds[n]) for n in NAMES}, "photos": len(photos)}
     report["speed"]["photo_ratio"] = round(float(np.median(seconds["litert"]) / np.median(seconds["legacy"])), 3)

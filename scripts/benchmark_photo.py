@@ -30,11 +30,11 @@ coordinates (x, y, z) become (x, -y, -z)):
   fit            models.photo.fit.fit_to_image(detection, rest, camera, body): the body fitted
                  to the 2D keypoints through the camera (skipped, with the reason, when it
                  fails on every found frame for one reason)
-  lift           models.photo.fit.pose_from_detection: today's pose, MediaPipe's 3D directions
+  lift           models.photo.start.pose_from_detection: today's pose, MediaPipe's 3D directions
                  on the body (its joints by forward kinematics; it stands at the origin)
   lifter         models.photo.lifter.lift_detection: the joints the lifter answers from the 2D
                  keypoints alone, through the same camera (no head points: no head figure)
-  mediapipe_raw  MediaPipe's world landmarks as SMPL joints (models.photo.fit.smpl_targets: the
+  mediapipe_raw  MediaPipe's world landmarks as SMPL joints (models.photo.targets.smpl_targets: the
                  limb joints are the landmarks, the neck comes from the shoulders and hips);
                  in 2D its keypoints themselves (no neck: MediaPipe has none), the detector's
                  own figure beside the fit's
@@ -74,7 +74,7 @@ the labels (visible_3d, or visible_2d for the 2D figure) count. Figures per meth
                  chain, 1-5 cm off the line, so the plane it makes with them is ill-defined.
                  mediapipe_raw has no head top, so no crown figure
   up_deg         (fit, where the labels have `up_camera`) angle between the floor's up as Pose
-                 from Photo takes it from the person (models.photo.fit.photo_up: how the
+                 from Photo takes it from the person (models.photo.scene.photo_up: how the
                  camera's tilt is found) and the labelled up
 Each figure is the mean over frames of the per-frame figure (frames where a method fails or a
 figure cannot be measured are left out of that figure; `frames` per method counts the frames
@@ -116,7 +116,10 @@ def main(argv=None):
             lifter = PhotoLifter.load(args.lifter)
         except SmplIkError as exc:
             raise SystemExit(str(exc))
-    frames = spread_frames(read_labels(args.data), args.max_frames)
+    try:
+        frames = spread_frames(read_labels(args.data), args.max_frames)
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
     report = photo_report(frames, load_body_model(), args.data, lifter, args.lifter)
     print(f"{report['found']} of {report['frames']} labelled frames found in {args.data}")
     print(f"{'method':15}{'frames':>8}" + "".join(f"{c:>13}" for c in FIGURES))

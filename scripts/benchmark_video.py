@@ -45,6 +45,7 @@ Writes JSON {"frames": N, "clips": [...], "data": DIR, "render": {...}, "truth":
 table.
 """
 import argparse
+import logging
 import os
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def main(argv=None):
     from benchmarks.render import ENGINES, RenderOptions
     from benchmarks.report import rounded
     from benchmarks.video import FIGURES, choose_clips, render_clips, run, truth_height
+    from models.core.errors import SmplIkError
     from models.core.files import write_json
     from models.photo.video import VideoOptions
 
@@ -69,9 +71,14 @@ def main(argv=None):
     ap.add_argument("--resolution", type=int, nargs=2, default=(1280, 720), metavar=("W", "H"))
     ap.add_argument("--engine", choices=sorted(ENGINES), default="WORKBENCH", help="render engine (default WORKBENCH)")
     ap.add_argument("--threads", type=int, default=1, help="render threads (default 1)")
-    ap.add_argument("--cache", default=str(ROOT / "out" / "video_clips"), help="rendered clips (default out/video_clips)")
+    ap.add_argument("--cache", default=str(ROOT / "out" / "video_clips"),
+                    help="rendered clips (default out/video_clips)")
     args = ap.parse_args(argv)
-    clips = choose_clips(args.data, args.clips)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        clips = choose_clips(args.data, args.clips)
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
     render = RenderOptions(resolution=tuple(args.resolution), engine=args.engine, threads=args.threads)
     truths = render_clips(clips, args.frames_per_clip, args.max_frames, render, args.cache)
     if not truths:

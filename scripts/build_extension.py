@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchmarks.extension import build_plain, build_platforms, builds, write_sizes
 from benchmarks.wheels import PLATFORMS, ROOT
+from models.core.errors import SmplIkError
 
 
 def main(argv=None):
@@ -36,10 +37,13 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     for old in args.out.glob("smpl_ik-*.zip"):
         old.unlink()
-    build_plain(args.out)
-    if not args.no_photo:
-        for python in builds.BLENDER_PYTHONS:
-            build_platforms(args.out, args.wheels, list(PLATFORMS), python)
+    try:
+        build_plain(args.out)
+        if not args.no_photo:
+            for python in builds.BLENDER_PYTHONS:
+                build_platforms(args.out, args.wheels, list(PLATFORMS), python)
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
     sizes = {}
     for zip_path in sorted(args.out.glob("smpl_ik-*.zip")):
         sizes[zip_path.name] = zip_path.stat().st_size

@@ -11,6 +11,7 @@ held-out clips are held out from it. The poses are CMU motion capture (free to u
 to the CMU Graphics Lab Motion Capture Database; ../shared/data/README.md).
 """
 import argparse
+import logging
 import time
 from pathlib import Path
 
@@ -29,6 +30,7 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=DEFAULT_LIBRARY, help="library file to write")
     ap.add_argument("--every", type=int, default=2, help="keep every N-th training pose (default 2)")
     args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.every < 1:
         raise SystemExit("--every: 1 or more")
     train, _ = load_pose_data(ensure_data(args.data))

@@ -11,6 +11,7 @@ models.core.files.atomic_path).
 """
 import argparse
 import importlib
+import logging
 import time
 from pathlib import Path
 
@@ -25,6 +26,7 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=32, help="Cycles samples (default 32)")
     ap.add_argument("--resolution", type=int, nargs=2, default=(1600, 720), metavar=("W", "H"))
     args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 

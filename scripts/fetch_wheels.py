@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.wheels import PLATFORMS, PYTHONS, ROOT, fetch, folder, read_pins
+from models.core.errors import SmplIkError
 
 
 def main(argv=None):
@@ -24,7 +25,10 @@ def main(argv=None):
     parser.add_argument("--python", action="append", choices=PYTHONS,
                         help="a Python that Blender runs (repeatable; default: all)")
     args = parser.parse_args(argv)
-    pins = read_pins()
+    try:
+        pins = read_pins()
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
     missing_any = False
     for python in args.python or PYTHONS:
         for platform in args.platform or list(PLATFORMS):

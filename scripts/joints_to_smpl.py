@@ -8,12 +8,12 @@ MediaPipe's 33 world landmarks or OpenPose's BODY_25, named with --layout or fou
 joint count (17: COCO when joints 1-4 sit by joint 0 like eyes and ears by the nose, else
 Human3.6M). Numbers are metres unless --units says otherwise; Y is up (MediaPipe: its own
 y-down, image-style axes) unless --up-axis says otherwise. The body's shape is fitted to the
-figure's bone lengths; all 24 SMPL joints are solved by IK-GAT (positions come back exact, noisy ones corrected: --denoise),
-other layouts by SMPL-IK with a soft pin on each joint the layout has, refined. A joint missing
-from a frame is NaN in the file (nan in a .csv, NaN or null in a .json): SMPL-IK solves that
-frame from the joints it has, a gap of up to --fill-gaps seconds pinned lightly on a curve
-through the frames either side; frames with no joint at all move from the pose before them to
-the pose after (at an end: keep the nearest).
+figure's bone lengths; all 24 SMPL joints are solved by IK-GAT (positions come back exact,
+noisy ones corrected: --denoise), other layouts by SMPL-IK with a soft pin on each joint the
+layout has, refined. A joint missing from a frame is NaN in the file (nan in a .csv, NaN or
+null in a .json): SMPL-IK solves that frame from the joints it has, a gap of up to --fill-gaps
+seconds pinned lightly on a curve through the frames either side; frames with no joint at all
+move from the pose before them to the pose after (at an end: keep the nearest).
 
 For X.npy it writes DIR/X.npz (folders keep their sub-folders) through the project's motion
 writer (models.motion.amass.write_motion_npz: poses (T, 72), trans, betas, gender,

@@ -11,6 +11,7 @@ Writes the PNG to a temporary file, then renames it (models.core.files.atomic_pa
 generative weights (models/ik/weights/smplik_flow.npz).
 """
 import argparse
+import logging
 import time
 
 from benchmarks import alternatives_scene, blender_session
@@ -26,6 +27,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.alternatives < 1:
         ap.error("--alternatives must be 1 or more")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     bpy = blender_session.start()
     t0 = time.time()

@@ -14,9 +14,10 @@ project is written (models.motion.amass.write_motion_npz), with
 The file's length unit is inferred from its skeleton (an adult is 1.4-2.1 m tall) unless
 --unit gives it. A body that is not plausible (height outside 1.4-2.1 m with an inferred
 unit, betas at their bound, bone lengths missed by over 5%, the torso leaning 10 degrees off
-the source's) is retargeted with a WARNING in the table, the .npz and the --report JSON. Existing outputs are kept unless --overwrite: their files are
-reported as skipped, so a batch can be run again to finish what it left. A failed file never
-leaves a partial output and the others still run; the exit status is 1 if any file failed.
+the source's) is retargeted with a WARNING in the table, the .npz and the --report JSON.
+Existing outputs are kept unless --overwrite: their files are reported as skipped, so a batch
+can be run again to finish what it left. A failed file never leaves a partial output and the
+others still run; the exit status is 1 if any file failed.
 """
 import argparse
 import sys
@@ -94,7 +95,10 @@ def main(argv=None):
                         polish=not args.no_polish, overwrite=args.overwrite, unit=args.unit or "",
                         bvh_output=str(target.with_name(target.stem + "_smpl.bvh")) if args.bvh_out else "")
             for src, target in pairs]
-    results = run_batch_as_asked(jobs, failures, args)
+    try:
+        results = run_batch_as_asked(jobs, failures, args)
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
     summary(results)
     if args.report:
         write_json(args.report, results_report(results))

@@ -143,7 +143,8 @@ def main(argv=None):
     metrics = evaluate(runtime(base_params, base.config, flow), val, body)
     extra = {"base_weights": Path(args.base).name, "max_effectors_in_training": MAX_EFF, "six_point_share": 0.25,
              "protocol_share": 0.5, "residual_noise": args.noise, "sample_weight": args.sample_weight,
-             "sample_temperature": DEFAULT_TEMPERATURE, "origin_weight": args.origin_weight, "cost_weight": args.cost_weight,
+             "sample_temperature": DEFAULT_TEMPERATURE, "origin_weight": args.origin_weight,
+             "cost_weight": args.cost_weight,
              **augment.record()}
     finish(flow, args, cfg, TrainingRun(train_set, steps, seconds, history, metrics, extra), before)
 

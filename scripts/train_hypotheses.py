@@ -76,8 +76,10 @@ def evaluate(base_params, base_config, head, data, body, frames=500, seed=1):
         det, det_trans, hidden, inputs = net.predict(encoded, r, features=True)
         x = numpy_head.residuals(inputs, hidden)
         b, k = x.shape[:2]
-        local = np.repeat(det, k, axis=0) @ axis_angle_to_matrix(torch.from_numpy(x.reshape(b * k, NUM_JOINTS, 3))).numpy()
-        _, p = fk(torch.from_numpy(local).float(), rest.repeat_interleave(k, 0), torch.from_numpy(np.repeat(det_trans, k, 0)).float())
+        turns = axis_angle_to_matrix(torch.from_numpy(x.reshape(b * k, NUM_JOINTS, 3))).numpy()
+        local = np.repeat(det, k, axis=0) @ turns
+        _, p = fk(torch.from_numpy(local).float(), rest.repeat_interleave(k, 0),
+                  torch.from_numpy(np.repeat(det_trans, k, 0)).float())
         err = (p.reshape(b, k, NUM_JOINTS, 3) - pos[:, None]).norm(dim=-1).mean(-1).numpy() * 1000
         _, p_det = fk(torch.from_numpy(det).float(), rest, torch.from_numpy(det_trans).float())
         out[f"{name}_deterministic_mpjpe_mm"] = round(float((p_det - pos).norm(dim=-1).mean() * 1000), 2)
@@ -91,7 +93,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS, help="the deterministic SMPL-IK weights (fixed)")
-    ap.add_argument("--count", type=int, default=8, help="hypotheses per problem (default 8, the add-on's Alternatives)")
+    ap.add_argument("--count", type=int, default=8,
+                    help="hypotheses per problem (default 8, the add-on's Alternatives)")
     ap.add_argument("--hidden", type=int, default=256, help="width of the head's two hidden layers (default 256)")
     ap.add_argument("--trunk-blocks", type=int, default=0,
                     help="residual blocks of a trunk of the head's own, started from --base's and trained with "

@@ -7,13 +7,14 @@
 models/training/clips.py are held out for validation. Presets: `smoke` (CI, under a minute),
 `full` (a time budget on 2 CPU cores, see --minutes; the shipped weights started there and
 were continued with --init, as their JSON record says). Each training pose gets a random body
-(one of the open bodies, a random shape, bone lengths varied), mirroring and heading; limbs and trunk are swapped between frames (--swap), single
-joints set to rest or turned further (--jitter), and bones turned further with their twist
-kept (--bend, --bend-joints, --bend-degrees), so the network also meets rigs and poses unlike
-the capture. A share of the poses (--noise) gets Gaussian noise on every joint's position, its
-standard deviation log-uniform up to --noise-cm, and the network learns to correct their bone
-directions (ikgat-v2). --init also takes ikgat-v1 weights: the larger network starts out
-computing what they compute.
+(one of the open bodies, a random shape, bone lengths varied), mirroring and heading; limbs and
+trunk are swapped between frames (--swap), single joints set to rest or turned further
+(--jitter), and bones turned further with their twist kept (--bend, --bend-joints,
+--bend-degrees), so the network also meets rigs and poses unlike the capture. A share of the
+poses (--noise) gets Gaussian noise on every joint's position, its standard deviation
+log-uniform up to --noise-cm, and the network learns to correct their bone directions
+(ikgat-v2). --init also takes ikgat-v1 weights: the larger network starts out computing what
+they compute.
 """
 import argparse
 import json

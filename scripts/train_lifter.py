@@ -81,7 +81,8 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, TrainerDefaults(bend=0.1))   # bent-over, reaching poses are few
+    # bent-over, reaching poses are few
+    ap = training_arguments(ap, PRESETS, DEFAULT_LIFTER_WEIGHTS, TrainerDefaults(bend=0.1))
     ap.add_argument("--width", type=int, default=512, help="hidden width (default 512)")
     ap.add_argument("--blocks", type=int, default=2, help="residual blocks (default 2)")
     ap.add_argument("--landmark-spread", type=float, default=0.0,

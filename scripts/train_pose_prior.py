@@ -77,7 +77,8 @@ def main(argv=None):
         args.components = len(start.means)
         refit = [JOINT_INDEX[n] for n in args.refit_joints]
         neighbours = sorted({k for j in refit for k in (PARENTS[j], *CHILDREN[j]) if k > 0} - set(refit))
-        dims, given = (np.array([3 * (j - 1) + i for j in js for i in range(3)], dtype=int) for js in (refit, neighbours))
+        dims, given = (np.array([3 * (j - 1) + i for j in js for i in range(3)], dtype=int)
+                       for js in (refit, neighbours))
         means, cov = refit_dims(start, x, w, dims, given if args.refit_given == "neighbours" else None,
                                 args.regularisation)
         mix = np.exp(start.log_weights)
@@ -94,7 +95,8 @@ def main(argv=None):
 
     held_poses = held.poses.numpy()
     names = np.array([held.clips[c].split("/")[-1] for c in held.clip])
-    validation = {"train_nll": round(mean_nll(prior, x, w), 3), "train_nll_one_gaussian": round(mean_nll(single, x, w), 3)}
+    validation = {"train_nll": round(mean_nll(prior, x, w), 3),
+                  "train_nll_one_gaussian": round(mean_nll(single, x, w), 3)}
     for kind, clips in (("locomotion", VALIDATION_LOCOMOTION), ("varied", VALIDATION_VARIED)):
         m = np.isin(names, clips)
         if m.any():

@@ -16,13 +16,15 @@ Each frame is tracked by MediaPipe, filtered, fitted through the camera (the def
 diagonal field of view unless --focal-px or --fov gives the lens) warm-started from the frame
 before; the poses are smoothed and the feet held where they rest (docs/posing.md, "Pose from
 video"). --fit-shape also fits the person's proportions over the clip and refits every frame
-with them, at the body's height or the person's (--height). Existing outputs are kept unless --overwrite. A failed file never leaves a partial
-output and the others still run; the exit status is 1 if any file failed.
+with them, at the body's height or the person's (--height). Existing outputs are kept unless
+--overwrite. A failed file never leaves a partial output and the others still run; the exit
+status is 1 if any file failed.
 """
 import argparse
 import sys
 
 from benchmarks.cli import add_batch_options, check_batch_options, run_batch_as_asked
+from models.core.errors import SmplIkError
 from models.core.files import find_files
 from models.motion.batch import output_paths
 from models.photo.video import MAX_HEIGHT_M, MIN_HEIGHT_M, VideoOptions
@@ -32,8 +34,9 @@ from models.photo.video_reader import VIDEO_SUFFIXES
 
 def summary(results, stream=sys.stdout):
     for r in results:
-        status = (f"ok: {r.frames} frames at {r.fps:.3g} fps in {r.seconds:.1f} s ({r.frames / max(r.seconds, 1e-9):.1f}"
-                  " frames/s)" + "".join(f"; {n}" for n in r.notes)) if r.ok else \
+        status = (f"ok: {r.frames} frames at {r.fps:.3g} fps in {r.seconds:.1f} s "
+                  f"({r.frames / max(r.seconds, 1e-9):.1f} frames/s)"
+                  + "".join(f"; {n}" for n in r.notes)) if r.ok else \
             ("skipped: " + r.skipped) if r.skipped else "FAILED: " + r.error
         stream.write(f"{r.source} -> {r.output or '-'}: {status}\n")
     ok = [r for r in results if r.ok]
@@ -85,7 +88,10 @@ def main(argv=None):
     jobs = [VideoJob(source=str(src), output=str(target), frame_start=args.frame_start, frame_end=args.frame_end,
                      step=args.step, person=args.person, body=args.body or "", options=options,
                      overwrite=args.overwrite) for src, target in pairs]
-    results = run_batch_as_asked(jobs, failures, args, work=run_video_job)
+    try:
+        results = run_batch_as_asked(jobs, failures, args, work=run_video_job)
+    except SmplIkError as exc:
+        raise SystemExit(str(exc)) from None
     summary(results)
     return 0 if results and not any(r.failed for r in results) else 1
 

@@ -9,6 +9,7 @@ axes never change, so the pose bones' rotations keep meaning the same SMPL pose.
 """
 import contextlib
 import math
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
@@ -112,19 +113,31 @@ def floor_offset(body, betas):
     return bridge.to_blender(body.rest_floor_point(betas))
 
 
-def create_body(context, body, body_path="", name="SMPL-IK body", location=(0.0, 0.0, 0.0),
-                betas=None, rest_joints=None):
-    """Add an armature + skinned mesh for `body` (a BodyModel) and return the armature.
+@dataclass(frozen=True)
+class BodySpec:
+    """What `create_body` makes of a BodyModel.
 
-    location (3,), Blender world frame: where the body stands, its lowest rest vertex at
-    that height and its rest pelvis above it (the armature's origin is offset by
-    `floor_offset`). betas (10,): its shape (default zeros). rest_joints (24, 3), SMPL frame:
+    body_path: the file to reload the body from; empty for an open body (the object records
+    `body.gender`, which picks the open body to reload). name: the armature's name (the mesh is
+    "<name> mesh"). location (3,), Blender world frame: where the body stands, its lowest rest
+    vertex at that height and its rest pelvis above it (the armature's origin is offset by
+    `floor_offset`). betas (10,): its shape (None: zeros). rest_joints (24, 3), SMPL frame:
     place the bones there instead of at the body's joints (a rig's proxy); the armature's
-    origin is then at `location` and the caller places the armature and the mesh.
-    Everything that can fail (reading the body file) happens before this is called, so a
-    failure leaves the scene untouched. body_path: the file to reload `body` from; empty for
-    an open body (the object records `body.gender`, which picks the open body to reload).
-    """
+    origin is then at `location` and the caller places the armature and the mesh."""
+
+    body_path: str = ""
+    name: str = "SMPL-IK body"
+    location: tuple = (0.0, 0.0, 0.0)
+    betas: object = None
+    rest_joints: object = None
+
+
+def create_body(context, body, spec=BodySpec()):
+    """Add an armature + skinned mesh for `body` (a BodyModel) as `spec` (a BodySpec) says and
+    return the armature. Everything that can fail (reading the body file) happens before this
+    is called, so a failure leaves the scene untouched."""
+    body_path, name, location, betas, rest_joints = spec.body_path, spec.name, spec.location, spec.betas, \
+        spec.rest_joints
     betas = np.zeros(NUM_BETAS) if betas is None else np.asarray(betas, dtype=np.float64)
     joints = bridge.to_blender(body.rest_joints(betas) if rest_joints is None else rest_joints)
     axes = bridge.choose_bone_axes(joints)

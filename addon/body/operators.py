@@ -10,7 +10,7 @@ from ...models.body.model import GENDERS, NUM_BETAS, load_body_model, open_body_
 from ...models.core.errors import SmplIkError
 from ..com.blender import object_mode, select_only, user_body_files
 from ..com.operators import BodyOperator
-from .build import body_model_of, create_body
+from .build import BodySpec, body_model_of, create_body
 
 OPEN_BODY = "OPEN"   # the neutral open body; OPEN_FEMALE and OPEN_MALE the others
 OPEN_BODIES = {OPEN_BODY if g == "neutral" else f"{OPEN_BODY}_{g.upper()}": g for g in GENDERS}
@@ -51,8 +51,8 @@ class SMPL_IK_OT_add_body(bpy.types.Operator):
         name = f"SMPL-IK {gender} body" if not path else f"SMPL-IK {Path(path).stem}"
         if not path and gender == "neutral":
             name = "SMPL-IK body"
-        arm = create_body(context, body, body_path=path, name=name,
-                          location=context.scene.cursor.location.copy())
+        arm = create_body(context, body, BodySpec(body_path=path, name=name,
+                                               location=context.scene.cursor.location.copy()))
         select_only(context, arm)
         self.report({"INFO"}, f"Added {body.label}")
         return {"FINISHED"}

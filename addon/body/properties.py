@@ -70,7 +70,8 @@ class SmplIkBodyProperties(bpy.types.PropertyGroup):
                              description="An ankle pinned by position keeps its foot turned as it is "
                                          "now (unless a rotation effector pins it), so the toes stay put")
     use_floor: BoolProperty(name="Floor", default=False,
-                            description="Keep the soles of the feet (heels, balls, toes and edges) above a floor height")
+                            description="Keep the soles of the feet (heels, balls, toes and edges) "
+                                        "above a floor height")
     # No hard min/max: Blender would clamp a script's bad value silently; solving refuses it with a message.
     floor_height: FloatProperty(name="Floor Height", default=0.0, subtype="DISTANCE", unit="LENGTH",
                                 soft_min=-10.0, soft_max=10.0,

@@ -7,7 +7,7 @@ foreach_get / foreach_set. Nothing else in the add-on converts.
 import numpy as np
 
 from ...models.core.rotations import matrix_to_quat_wxyz, nearest_rotation, quat_wxyz_multiply, quat_wxyz_to_matrix
-from ...models.core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
+from ...models.core.skeleton import JOINT_NAMES, LEAF_DIRECTION, NUM_JOINTS, PARENTS
 
 # Blender from SMPL: +90 degrees about X (SMPL's up Y becomes Z, its front +Z becomes -Y).
 BLENDER_FROM_SMPL = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
@@ -16,8 +16,6 @@ BLENDER_FROM_SMPL = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
 _TAIL_CHILD = {0: 3, 9: 12}
 _LEAF_LENGTH = {"head": 0.2, "left_foot": 0.06, "right_foot": 0.06,
                 "left_hand": 0.08, "right_hand": 0.08}
-_LEAF_DIRECTION = {"head": (0, 0, 1), "left_foot": (0, -1, 0), "right_foot": (0, -1, 0),
-                   "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}
 
 
 def to_blender(points):
@@ -96,7 +94,7 @@ def choose_bone_axes(rest_joints_blender):
     for j, name in enumerate(JOINT_NAMES):
         child = _child(j)
         if child is None:
-            y = np.array(_LEAF_DIRECTION[name], dtype=float)
+            y = to_blender(np.array(LEAF_DIRECTION[name], dtype=float))
         else:
             y = _snap(rest_joints_blender[child] - rest_joints_blender[j])
         z = np.array([0.0, -1.0, 0.0]) if abs(y[1]) < 0.5 else np.array([0.0, 0.0, 1.0])

@@ -26,7 +26,7 @@ from ...models.motion import amass, floor
 from ...models.motion.betas import carried_betas
 from ...models.motion.joints import read_joint_file
 from ...models.motion.resample import continuous_quats, resample_motion, resample_timing
-from ..body.build import SHAPE_KEY_RANGE, body_floor, body_model_of, create_body, open_body_name_of
+from ..body.build import SHAPE_KEY_RANGE, BodySpec, body_floor, body_model_of, create_body, open_body_name_of
 from ..com import bridge
 from ..com.blender import assign_new_action, object_mode, remove_created, select_only, user_body_files
 from ..com.objects import target_body
@@ -184,8 +184,8 @@ def key_motion(context, motion, options, progress=lambda fraction: None, new_bod
     try:
         if arm is None:
             object_mode(context)
-            arm = create_body(context, body, body_path=body_path, name=f"SMPL-IK {Path(motion.path).stem}",
-                              location=scene.cursor.location.copy(), betas=betas)
+            arm = create_body(context, body, BodySpec(body_path=body_path, name=f"SMPL-IK {Path(motion.path).stem}",
+                                                   location=scene.cursor.location.copy(), betas=betas))
             created += [arm.smpl_ik.mesh, arm]
             arm.location = scene.cursor.location   # the file's origin (its floor) at the cursor
             arm.smpl_ik.floor_height = scene.cursor.location.z   # the body's floor: where it was put

@@ -67,7 +67,8 @@ class SMPL_IK_OT_import_motion(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         options = ImportOptions(filepath=self.filepath, target=self.target, up_axis=self.up_axis, floor=self.floor,
                                 keep_source_rate=self.keep_source_rate, set_frame_range=self.set_frame_range,
-                                frame_start=self.frame_start if self.properties.is_property_set("frame_start") else None)
+                                frame_start=(self.frame_start if self.properties.is_property_set("frame_start")
+                                             else None))
         try:
             with progress_bar(context) as progress:
                 result = import_motion(context, options, progress)
@@ -98,7 +99,8 @@ class SMPL_IK_OT_import_joints(bpy.types.Operator, ImportHelper):
                           description="Gaussian smoothing of the solved motion over time, sigma in frames (0: none)")
     fill_gaps: FloatProperty(name="Fill Gaps", default=GAP_FILL_SECONDS, min=0.0, max=10.0, unit="TIME_ABSOLUTE",
                              description="A joint missing (NaN) for at most this long between frames that show it is "
-                                         "pinned lightly on a curve through them; longer gaps, or 0, leave it to SMPL-IK")
+                                         "pinned lightly on a curve through them; longer gaps, or 0, leave it "
+                                         "to SMPL-IK")
     floor: EnumProperty(name="Floor", items=FLOOR_ITEMS, default="AUTO",
                         description="Put the clip's feet on the floor (the 3D cursor's height for a new body, the "
                                     "body's Floor Height for the active one)")

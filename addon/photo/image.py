@@ -26,7 +26,7 @@ from ...models.core.errors import SmplIkError
 from ...models.core.skeleton import JOINT_INDEX
 from ...models.photo.camera import check_image_size
 from ...models.photo.image_size import image_size_from_header
-from ..body.build import body_model_of, create_body
+from ..body.build import BodySpec, body_model_of, create_body
 from ..com import bridge
 from ..com.blender import object_mode, remove_created, select_only
 from ..com.builds import PHOTO_PLATFORMS, blender_python, zip_name
@@ -190,7 +190,7 @@ def _fit_people(people, arm, options, camera, name):
 def _new_body(context, person, name, world):
     """A new body for `person` (a _Posed without an armature) whose armature's world matrix is
     `world` (4, 4); the mesh follows its armature."""
-    arm = create_body(context, person.body, name=name, betas=person.betas)
+    arm = create_body(context, person.body, BodySpec(name=name, betas=person.betas))
     arm.matrix_world = Matrix(world.tolist())
     return arm
 

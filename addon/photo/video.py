@@ -9,7 +9,6 @@ is a generator, so the modal operator can show progress and stop on Esc with not
 what a later failure made is removed again, so the scene is left as it was.
 """
 from dataclasses import dataclass
-from pathlib import Path
 
 import bpy
 import numpy as np
@@ -75,8 +74,8 @@ class VideoResult:
         contact = m.contact.mean(axis=0) * 100
         text = (f"Keyed {self.body.name} from {len(m.frames)} video frames ({m.fps:g} fps) on scene frames "
                 f"{self.frame_start}-{self.frame_end}; feet in contact {contact[0]:.0f}% (left) and "
-                f"{contact[1]:.0f}% (right) of the frames; {m.seconds:.1f} s, {len(m.frames) / max(m.seconds, 1e-9):.1f} "
-                "frames a second")
+                f"{contact[1]:.0f}% (right) of the frames; {m.seconds:.1f} s, "
+                f"{len(m.frames) / max(m.seconds, 1e-9):.1f} frames a second")
         if self.camera is not None:
             text += f"; camera {self.camera.name!r} is the scene camera, the video behind the body"
             if self.previous_camera is not None:

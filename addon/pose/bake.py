@@ -12,7 +12,7 @@ from ...models.motion.temporal import smooth_poses
 from ..com import bridge, live
 from ..motion.keys import keyframe_pose
 from .effectors import core_effectors, effectors_of
-from .solving import refine_options, require_flow, restart_alternatives, solve_effectors
+from .solving import SolveRequest, refine_options, require_flow, restart_alternatives, solve_effectors
 
 PATH_SMOOTHNESS_MAX = 0.95     # Follow Path's mu; at 1 the path would never leave its first frame
 
@@ -20,7 +20,7 @@ PATH_SMOOTHNESS_MAX = 0.95     # Follow Path's mu; at 1 the path would never lea
 @dataclass(frozen=True)
 class Baked:
     """What a bake did: its frames and, for each frame where an effector was not met, that
-    frame's largest miss, as (frame, refine.Miss) in frame order (solved before smoothing)."""
+    frame's largest miss, as (frame, models.ik.reach.Miss) in frame order (solved before smoothing)."""
 
     frame_start: int
     frame_end: int
@@ -103,8 +103,9 @@ def bake_steps(context, arm, options):
                 raise SmplIkError(f"{arm.name}: no enabled effectors at frame {frame}")
             try:
                 if follower is None:
-                    solution = solve_effectors(arm, objs, current_pose=(local[-1], trans[-1]) if local else None,
-                                               refine=use_refine, restarts=restarts)
+                    request = SolveRequest(current_pose=(local[-1], trans[-1]) if local else None,
+                                           refine=use_refine, restarts=restarts)
+                    solution = solve_effectors(arm, objs, request)
                     restarts = all(m.soft for m in solution.misses)
                 else:
                     follower.options = refine_options(arm)   # the floor follows the body, as per frame

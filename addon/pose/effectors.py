@@ -101,8 +101,9 @@ def tolerance_of(obj):
 def core_effectors(arm, objs, dragged=(), give_way=()):
     """models.ik.effectors.Effector list (SMPL frame, armature space) for effector objects.
     The add-on's kind identifiers are EffectorKind's member names. Soft: the effectors set
-    to Soft and those named in `dragged` (being moved now), with their tolerance. Those named in `give_way` give way first when the pins cannot all
-    be held (Effector.give_way_first). SmplIkError for a bad tolerance."""
+    to Soft and those named in `dragged` (being moved now), with their tolerance. Those named
+    in `give_way` give way first when the pins cannot all be held (Effector.give_way_first).
+    SmplIkError for a bad tolerance."""
     to_arm = bridge.matrix_array(arm.matrix_world.inverted_safe())
     axes = bridge.bone_axes(arm)
     out = []

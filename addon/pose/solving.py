@@ -13,7 +13,7 @@ distance left (empty once all are met), and a refused input (a bad tolerance or 
 height) leaves the pose as it was with the reason in the status.
 """
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -72,7 +72,7 @@ def shaped_body(arm):
 
 
 def reach_message(misses):
-    """What the status and the reports say of a solve's misses (refine.Miss, largest first):
+    """What the status and the reports say of a solve's misses (models.ik.reach.Miss, largest first):
     '' when none."""
     if not misses:
         return ""
@@ -107,17 +107,32 @@ def kept_pose(arm, on_screen, rest):
     return on_screen
 
 
-def solve_effectors(arm, objs, dragged=(), give_way=(), current_pose=None, refine=None, mode=None, restarts=True):
-    """Solve the body from effector objects without writing anything; returns the IkSolution.
+@dataclass(frozen=True)
+class SolveRequest:
+    """How `solve_effectors` solves a body.
     dragged: names of the effectors moving now (solved soft, starting from the pose on screen:
     with Keep Pose While Dragging and the generative weights it is kept
     (models.ik.options.SolveOptions.keep: carried along the network's answer, its latent the
     fallback start), else refined from the pose on screen). give_way: names of the pins that
     give way first when the pins cannot all be held (`giving_way`). current_pose: (local_rot,
-    trans) of the pose on screen, whose feet Plant Feet keeps (default: read from the bones).
-    refine: Exact Effectors (default: the body's setting). mode: "deterministic" (default) or
-    "natural" (models.ik.smplik.SmplIk.solve). restarts: SolveOptions.restarts (a pin still
-    missed tries the root turned, and says why). SmplIkError for bad values."""
+    trans) of the pose on screen, whose feet Plant Feet keeps (None: read from the bones).
+    refine: Exact Effectors (None: the body's setting). mode: "deterministic" (None: the
+    default) or "natural" (models.ik.smplik.SmplIk.solve). restarts: SolveOptions.restarts (a
+    pin still missed tries the root turned, and says why)."""
+
+    dragged: frozenset = frozenset()
+    give_way: frozenset = frozenset()
+    current_pose: tuple | None = None
+    refine: bool | None = None
+    mode: str | None = None
+    restarts: bool = True
+
+
+def solve_effectors(arm, objs, request=SolveRequest()):
+    """Solve the body from effector objects as `request` (a SolveRequest) says, without writing
+    anything; returns the IkSolution. SmplIkError for bad values."""
+    dragged, give_way, current_pose = request.dragged, request.give_way, request.current_pose
+    refine, mode, restarts = request.refine, request.mode, request.restarts
     refine = arm.smpl_ik.refine if refine is None else refine
     effectors = core_effectors(arm, objs, dragged, give_way)
     options = refine_options(arm)
@@ -184,7 +199,8 @@ def solve_body(arm, objs=None, signature=None, dragged=(), mode=None):
             raise SmplIkError(f"{arm.name}: no enabled effectors to solve from; add some with Add Effector")
         if mode == "natural":
             require_flow(arm, "the natural pose")
-        solution = solve_effectors(arm, objs, dragged, giving_way(arm, signature), mode=mode)
+        solution = solve_effectors(arm, objs, SolveRequest(frozenset(dragged), frozenset(giving_way(arm, signature)),
+                                                           mode=mode))
     except SmplIkError as exc:
         set_status(arm, str(exc))
         raise

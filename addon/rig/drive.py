@@ -20,7 +20,7 @@ from ...models.core.kinematics import forward_kinematics
 from ...models.core.skeleton import JOINT_NAMES, PARENTS
 from ...models.motion.mapping import rigify_controls
 from ...models.motion.rig_fit import fit_rig, helper_rest
-from ..body.build import create_body, edit_bones
+from ..body.build import BodySpec, create_body, edit_bones
 from ..com import bridge
 from ..com.objects import is_custom_rig
 from ..pose.effectors import pin
@@ -57,7 +57,7 @@ def fit_and_drive(context, rig):
     fit = fit_rig(names, parents, heads, body, mapping_overrides(rig), label=f"rig {rig.name!r}")
 
     proxy_world = _proxy_matrix(rig, fit)
-    proxy = create_body(context, body, name=f"{rig.name} proxy", betas=fit.betas, rest_joints=fit.proxy_rest)
+    proxy = create_body(context, body, BodySpec(name=f"{rig.name} proxy", betas=fit.betas, rest_joints=fit.proxy_rest))
     proxy.matrix_world = _mat(proxy_world)
     proxy.smpl_ik.rig = rig
     mesh = proxy.smpl_ik.mesh   # the fitted body, scaled to the rig and put on its pelvis

@@ -226,7 +226,8 @@ class BodyModel:
         bad = ~np.isfinite(betas)
         if bad.any():
             idx = int(np.argwhere(bad.reshape(-1, NUM_BETAS))[0][1])
-            raise SmplIkError(f"betas must be finite numbers; beta {idx} is {betas.reshape(-1, NUM_BETAS)[bad.reshape(-1, NUM_BETAS)][0]}")
+            raise SmplIkError(f"betas must be finite numbers; beta {idx} is "
+                              f"{betas.reshape(-1, NUM_BETAS)[bad.reshape(-1, NUM_BETAS)][0]}")
         return betas
 
     def rest_joints(self, betas):
@@ -342,7 +343,8 @@ def _landmarks(path, arrays, num_vertices):
                           f"indices, found {ids.dtype} of shape {ids.shape}")
     if ids.size and (ids.min() < 0 or ids.max() >= num_vertices):
         raise SmplIkError(f"{path}: array 'landmark_vertex_ids' indexes vertices outside 0..{num_vertices - 1}")
-    return {n.decode("latin-1") if isinstance(n, bytes) else str(n): int(i) for n, i in zip(names.tolist(), ids.tolist())}
+    return {n.decode("latin-1") if isinstance(n, bytes) else str(n): int(i)
+            for n, i in zip(names.tolist(), ids.tolist())}
 
 
 def _gender(path, value):

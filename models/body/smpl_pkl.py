@@ -128,7 +128,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
     """Loads official SMPL-family pickles while refusing to import anything else."""
 
     _STAND_INS = {
-        ("numpy.core.multiarray", "_reconstruct"): _reconstruct, ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+        ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
+        ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
         ("numpy.core.multiarray", "scalar"): _scalar, ("numpy._core.multiarray", "scalar"): _scalar,
         ("numpy", "ndarray"): _PickledArray, ("numpy", "dtype"): _PickledDtype,
     }

@@ -38,6 +38,10 @@ PARENT_OR_SELF = tuple(max(p, 0) for p in PARENTS)
 # Joint groups by name, each with one meaning; `indices(group)` gives their places in JOINT_NAMES.
 FEET = (("left_ankle", "left_foot"), ("right_ankle", "right_foot"))   # per side: (ankle, ball of the foot)
 FOOT_JOINTS = ("left_ankle", "right_ankle", "left_foot", "right_foot")  # every joint of both feet
+# Where each leaf joint (no child) points in SMPL's T-pose, SMPL's axes (Y up, facing +Z): the
+# direction of a BVH End Site, of a leaf bone in Blender, and that retargeting aligns a source leaf with.
+LEAF_DIRECTION = {"head": (0, 1, 0), "left_foot": (0, 0, 1), "right_foot": (0, 0, 1),
+                  "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}
 SIX_POINTS = ("pelvis", "neck", "left_wrist", "right_wrist", "left_ankle", "right_ankle")  # SMPL-IK's benchmark pins
 
 

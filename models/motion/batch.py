@@ -157,7 +157,7 @@ def run_job(job):
                          seconds=time.perf_counter() - start, convention=mapping.convention,
                          notes=result.notes, unit=result.rig.unit_name, body=result.check.report(),
                          warnings=result.check.warnings)
-    except Exception as exc:  # noqa: BLE001 (a job never raises)
+    except Exception as exc:  # a job never raises
         return failed_job(job, exc, start)
 
 
@@ -235,7 +235,8 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            status = ("WARNING" if result.warnings else "ok") if result.ok else "skipped" if result.skipped else "FAILED"
+            status = (("WARNING" if result.warnings else "ok") if result.ok
+                      else "skipped" if result.skipped else "FAILED")
             self.stream.write(f"[{self.done}/{self.total}] {status} {result.source}\n")
         self.stream.flush()
 

@@ -20,7 +20,7 @@ from ..core.errors import SmplIkError
 from ..core.files import FileSearch, FoundFile, atomic_write, find_files
 from ..core.kinematics import FKResult
 from ..core.rotations import euler_to_matrix, matrix_to_euler
-from ..core.skeleton import CHILDREN, JOINT_NAMES, NUM_JOINTS, PARENTS
+from ..core.skeleton import CHILDREN, JOINT_NAMES, LEAF_DIRECTION, NUM_JOINTS, PARENTS
 
 ROTATION_CHANNELS = ("Xrotation", "Yrotation", "Zrotation")
 POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")
@@ -362,10 +362,6 @@ def write_bvh(path, skeleton, local_rot, root_pos, frame_time, rotation_order="Z
 
 # --- SMPL motion as BVH ---------------------------------------------------------------------
 
-# Where each SMPL leaf joint points in SMPL's T-pose: its End Site's direction here, and the
-# direction retargeting aligns a source leaf's own direction with.
-LEAF_DIRECTION = {"head": (0, 1, 0), "left_foot": (0, 0, 1), "right_foot": (0, 0, 1),
-                  "left_hand": (1, 0, 0), "right_hand": (-1, 0, 0)}
 SMPL_BVH_UNIT = 100.0  # centimetres, as most BVH tools expect
 _END_SITE_LENGTH_M = 0.1   # metres: the length of the End Sites on SMPL's leaves
 

@@ -208,8 +208,9 @@ def place_on_floor(lowest, floor=0.0, mode="AUTO", stated_floor=None):
         shift = floor - float(stated_floor)
         after = before + shift
         if abs(shift) < 1e-9:
-            return FloorPlacement(0.0, before, before, f"the file states its floor (floor_height {float(stated_floor):g} m): "
-                                                       f"kept as in the file, lowest point {_relative(before)}{dips}")
+            return FloorPlacement(0.0, before, before,
+                                  f"the file states its floor (floor_height {float(stated_floor):g} m): "
+                                  f"kept as in the file, lowest point {_relative(before)}{dips}")
         return FloorPlacement(shift, before, after,
                               f"the file states its floor (floor_height {float(stated_floor):g} m): moved "
                               f"{'up' if shift > 0 else 'down'} {distance_text(shift)} onto the floor, lowest point "

@@ -310,7 +310,9 @@ def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_
                 found.pop(k, None)
             else:
                 found[k] = by_name[v]
-        convention = f"{convention} + {Path(overrides_source).name if overrides_source.endswith('.json') else overrides_source or 'overrides'}"
+        convention = (f"{convention} + "
+                      + (Path(overrides_source).name if overrides_source.endswith('.json')
+                         else overrides_source or 'overrides'))
     absent = [j for j in REQUIRED if j not in found]
     if absent:
         sample = ", ".join(list(names)[:12]) + (", ..." if len(names) > 12 else "")

@@ -15,8 +15,7 @@ import numpy as np
 from ..core.kinematics import forward_kinematics, world_to_local
 from ..core.metrics import angle_deg
 from ..core.rotations import axis_angle_to_matrix, kabsch, matrix_to_axis_angle, shortest_arc, unit
-from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, NUM_JOINTS, PARENTS
-from .bvh import LEAF_DIRECTION
+from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, LEAF_DIRECTION, NUM_JOINTS, PARENTS
 from .mapping import build_mapping
 from .shape_fit import BodyCheck, ShapeFit, check_body, fit_shape, torso_lean_deg
 from .source_rig import (SourceRig, chain_fractions, resample_trunk, smpl_positions, source_rig,

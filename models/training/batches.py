@@ -24,7 +24,8 @@ class TorchBody:
     betas, in torch."""
 
     def __init__(self, paths=None):
-        paths = [open_body_path(g) for g in GENDERS] if paths is None else [paths] if isinstance(paths, (str, Path)) else paths
+        paths = ([open_body_path(g) for g in GENDERS] if paths is None
+                 else [paths] if isinstance(paths, (str, Path)) else paths)
         j0, jd = [], []
         for path in paths:
             body = load_body_model(path)

@@ -27,10 +27,12 @@ def assemble(positions, rest, twist, leaf, correction=None):
     world = [None] * NUM_JOINTS
     for j in MULTI:
         kids = list(CHILDREN[j])
-        world[j] = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :], positions[..., kids, :] - positions[..., j:j + 1, :])
+        world[j] = kabsch(rest[..., kids, :] - rest[..., j:j + 1, :],
+                          positions[..., kids, :] - positions[..., j:j + 1, :])
     r0 = world[0][..., None, :, :]
     a = unit(rest[..., SINGLE_CHILDREN, :] - rest[..., SINGLE_CHILD_JOINTS, :])
-    d = torch.einsum("...ba,...b->...a", r0, positions[..., SINGLE_CHILDREN, :] - positions[..., SINGLE_CHILD_JOINTS, :])
+    d = torch.einsum("...ba,...b->...a", r0,
+                     positions[..., SINGLE_CHILDREN, :] - positions[..., SINGLE_CHILD_JOINTS, :])
     single = r0 @ shortest_arc(a, d) @ twist_matrix(a, twist[..., SINGLE_CHILD_JOINTS, :])
     for n, j in enumerate(SINGLE_CHILD_JOINTS):
         world[j] = single[..., n, :, :]
@@ -114,10 +116,10 @@ class IkGatTorch(nn.Module):
 
 
 def grown_from_v1(arrays, model):
-    """Parameters for `model` (an ikgat-v2 IkGatTorch of the same dim, with as many or more hidden units and layers) from ikgat-v1 arrays
-    {name: array} that compute the same rotations: the added hidden units read nothing out
-    (zero fc2 columns), added layers add nothing (zero proj and fc2), and the correction
-    outputs start at zero (the identity)."""
+    """Parameters for `model` (an ikgat-v2 IkGatTorch of the same dim, with as many or more hidden
+    units and layers) from ikgat-v1 arrays {name: array} that compute the same rotations: the
+    added hidden units read nothing out (zero fc2 columns), added layers add nothing (zero proj
+    and fc2), and the correction outputs start at zero (the identity)."""
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     for name, value in state.items():
         old = arrays.get(name)

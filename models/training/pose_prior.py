@@ -11,6 +11,7 @@ logger = logging.getLogger(__name__)
 
 # rad^2 added to every variance by default (docs/training_log.md, "Pose prior regularisation")
 REGULARISATION = 3e-3
+RIDGE = 1e-6   # added to the regressions' Gram matrices in refit_dims, so they always solve
 MIRROR_SIGN = np.array([1.0, -1.0, -1.0])   # axis-angle mirrored left to right: x kept, y and z negated
 
 
@@ -41,11 +42,11 @@ def as_prior(means, covariances, weights):
     return PosePrior(means, chol, np.log(weights))
 
 
-def em(x, weight, k, iterations, gen, regularisation=REGULARISATION, log=logger.info):
+def em(x, weight, k, iterations, gen, regularisation=REGULARISATION):
     """(means (K, D), covariances (K, D, D), weights (K,)) of a k-component mixture fitted to
     x (N, D) with frame weights (N,) by EM from k-means++ centres (`gen` a numpy Generator), and
     the mean log-likelihood each step; stops when it gains less than 1e-4 a step or after
-    `iterations`. log(line) reports every tenth step."""
+    `iterations`. Every tenth step's likelihood is logged (INFO)."""
     weight = weight / weight.sum()
     means = kmeans_pp(x, weight, k, gen)
     labels = np.argmin(((x[:, None] - means[None]) ** 2).sum(-1), axis=1)
@@ -69,13 +70,13 @@ def em(x, weight, k, iterations, gen, regularisation=REGULARISATION, log=logger.
         resp = np.exp(log_p - log_total[:, None])
         history.append(float(weight @ log_total))
         if step % 10 == 0:
-            log(f"  EM step {step}: mean log-likelihood {history[-1]:.3f}")
+            logger.info("  EM step %d: mean log-likelihood %.3f", step, history[-1])
         if step and history[-1] - history[-2] < 1e-4:
             break
     return means, cov, mix, history
 
 
-def refit_dims(prior, x, weight, dims, given=None, regularisation=REGULARISATION, ridge=1e-6):
+def refit_dims(prior, x, weight, dims, given=None, regularisation=REGULARISATION):
     """(means, covariances) of `prior` with the numbers `dims` fitted again to x (N, D), the
     others' means and covariances kept exactly: each frame's responsibilities come from the
     other numbers alone, and each component's `dims` are a linear regression on the numbers
@@ -96,7 +97,7 @@ def refit_dims(prior, x, weight, dims, given=None, regularisation=REGULARISATION
         xb = x[:, given] - means[c, given]
         means[c, dims] = w @ x[:, dims]
         xt = x[:, dims] - means[c, dims]
-        gram = (xb * w[:, None]).T @ xb + ridge * np.eye(len(given))
+        gram = (xb * w[:, None]).T @ xb + RIDGE * np.eye(len(given))
         a = np.linalg.solve(gram, (xb * w[:, None]).T @ xt).T                 # (T, G)
         r = xt - xb @ a.T
         tb = a @ cov[c][np.ix_(given, keep)]

@@ -88,7 +88,8 @@ def matrix_to_axis_angle(m):
     gradients finite at zero angle; for rotations short of a half turn."""
     tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
     w = 0.5 * torch.sqrt((1 + tr).clamp_min(1e-8))
-    v = torch.stack([m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1) / (4 * w[..., None])
+    v = torch.stack([m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]],
+                    -1) / (4 * w[..., None])
     n2 = (v * v).sum(-1, keepdim=True)
     n = torch.sqrt(n2 + 1e-20)
     factor = torch.where(n2 < 1e-12, 2 / w[..., None], 2 * torch.atan2(n, w[..., None]) / n)

@@ -39,7 +39,8 @@ def network_input(joints, feats, mask, rest):
     w = wsum.clamp_max(1)
     slots = torch.where(_IS_WEIGHT, w[..., SLOT_KIND], slots / wsum.clamp_min(1e-6)[..., SLOT_KIND])
     wp = w[..., 0::2]
-    centre = (slots[..., Slot.POSITION] * wp[..., :1] + slots[..., Slot.LOOK_TARGET] * wp[..., 1:]).sum(1) / wp.sum((1, 2)).clamp_min(1e-9)[:, None]
+    centre = ((slots[..., Slot.POSITION] * wp[..., :1] + slots[..., Slot.LOOK_TARGET] * wp[..., 1:]).sum(1)
+              / wp.sum((1, 2)).clamp_min(1e-9)[:, None])
     shift = torch.einsum("bjkc,kcf->bjf", centre[:, None, None] * (wp > 0)[..., None], _PLACE.to(slots.dtype))
     return torch.cat([slots - shift, rest - rest[:, :1]], -1).reshape(len(joints), -1), centre
 
@@ -77,7 +78,8 @@ class SmplIkTorch(nn.Module):
             sign = torch.from_numpy(SLOT_SIGN).to(x.dtype)
             mirrored = (x.reshape(len(x), NUM_JOINTS, -1)[:, list(MIRROR)] * sign).reshape(len(x), -1)
             out = 0.5 * (out + self.network(mirrored)[:, MIRROR_OUT] * torch.from_numpy(OUT_SIGN).to(x.dtype))
-        rot6 = out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6) + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype)
+        rot6 = (out[:, :NUM_JOINTS * 6].reshape(-1, NUM_JOINTS, 6)
+                + torch.tensor([1.0, 0, 0, 0, 1.0, 0], dtype=out.dtype))
         world = rot6d_to_matrix(rot6)
         local = torch.cat([world[:, :1], world[:, list(PARENT_OR_SELF[1:])].transpose(-1, -2) @ world[:, 1:]], 1)
         trans = centre + out[:, NUM_JOINTS * 6:] - rest[:, 0]

@@ -281,7 +281,8 @@ def test_keep_pose_while_dragging_carries_the_pose_on_screen(posed):
     wrist.location += Vector((0.03, -0.03, 0.03))              # a little, within reach
     update()                                                    # the live solve of the drag
     effectors_, rest, options, _ = core_problem(arm, dragged={wrist.name})
-    kept = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, mode="natural", keep=last))
+    kept = net().solve(effectors_, rest,
+                       solve_options(refine=options, current_pose=on_screen, mode="natural", keep=last))
     fresh = net().solve(core_problem(arm)[0], rest, solve_options(refine=options, current_pose=on_screen))
     assert np.abs(world_joints(arm) - solution_world(arm, kept)).max() < 1e-4   # it kept the last solution
     assert worst_miss(arm) < MET
@@ -335,16 +336,17 @@ def test_keep_pose_takes_the_pose_on_screen_after_an_edit_and_off_warm_starts(po
     update()
     effectors_, rest, options, on_screen = core_problem(arm, dragged={wrist.name})
     assert solving.kept_pose(arm, on_screen, rest) is on_screen   # not the stale solution
-    kept = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, mode="natural", keep=on_screen))
+    kept = net().solve(effectors_, rest,
+                       solve_options(refine=options, current_pose=on_screen, mode="natural", keep=on_screen))
     warm = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, warm_start=True))
     # a pose without a latent is kept by its own latent under the moved effectors, which decodes
     # to that very pose at its own place: the refinement then starts where the warm start does
     assert np.abs(solution_world(arm, kept) - solution_world(arm, warm)).max() < 1e-4
     assert kept.latent is not None and warm.latent is None
-    solution = solving.solve_effectors(arm, eff.effectors_of(arm), dragged={wrist.name})
+    solution = solving.solve_effectors(arm, eff.effectors_of(arm), solving.SolveRequest(frozenset({wrist.name})))
     assert np.abs(solution_world(arm, solution) - solution_world(arm, kept)).max() < 1e-6
     arm.smpl_ik.keep_pose = False
-    solution = solving.solve_effectors(arm, eff.effectors_of(arm), dragged={wrist.name})
+    solution = solving.solve_effectors(arm, eff.effectors_of(arm), solving.SolveRequest(frozenset({wrist.name})))
     assert np.abs(solution_world(arm, solution) - solution_world(arm, warm)).max() < 1e-6
 
 
@@ -363,7 +365,7 @@ def test_with_keep_pose_and_plant_feet_off_a_drag_still_refines_the_pose_on_scre
     warm = net().solve(effectors_, rest, solve_options(refine=options, current_pose=on_screen, warm_start=True))
     fresh = net().solve(effectors_, rest, solve_options(refine=options))
     assert np.abs(solution_world(arm, warm) - solution_world(arm, fresh)).max() > 1e-4   # the two tell apart
-    solution = solving.solve_effectors(arm, eff.effectors_of(arm), dragged={wrist.name})
+    solution = solving.solve_effectors(arm, eff.effectors_of(arm), solving.SolveRequest(frozenset({wrist.name})))
     assert np.abs(solution_world(arm, solution) - solution_world(arm, warm)).max() < 1e-6
 
 

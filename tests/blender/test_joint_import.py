@@ -116,7 +116,8 @@ def _bad(path, case):
         np.save(path, 1000.0 * joints)
 
 
-BAD = {"inf": ("inf.npy", "frame 1 .*joint 3 is infinite"), "count": ("count.npy", "19 joints per frame, which no layout has"),
+BAD = {"inf": ("inf.npy", "frame 1 .*joint 3 is infinite"),
+       "count": ("count.npy", "19 joints per frame, which no layout has"),
        "junk": ("junk.npz", "not a readable"), "empty": ("empty.csv", "the file is empty"),
        "height": ("height.npy", "the figure would be .* m tall")}
 

@@ -325,7 +325,8 @@ def test_export_of_hand_keyed_poses_includes_the_frames_between_keys(tmp_path):
     rng = np.random.default_rng(15)
     for frame in (1, 6, 11):
         for name in ("left_elbow", "spine2", "pelvis"):
-            arm.pose.bones[name].rotation_quaternion = Rotation.from_rotvec(rng.normal(scale=0.5, size=3)).as_quat()[[3, 0, 1, 2]]
+            arm.pose.bones[name].rotation_quaternion = (
+                Rotation.from_rotvec(rng.normal(scale=0.5, size=3)).as_quat()[[3, 0, 1, 2]])
         arm.pose.bones["pelvis"].location = rng.normal(scale=0.1, size=3)
         keys_module.keyframe_pose(arm, frame)
     shown = [bones_as_smpl(arm, f) for f in range(1, 12)]
@@ -569,7 +570,8 @@ def test_with_the_floor_option_off_the_clip_stays_below_and_the_report_says_how_
     set_fps(30)
     capfd.readouterr()
     arm = imported(tmp_path / "sunk.npz", floor="OFF")
-    assert "heights kept as in the file (floor option off): lowest point 0.65 m below the floor" in capfd.readouterr().out
+    assert ("heights kept as in the file (floor option off): lowest point 0.65 m below the floor"
+            in capfd.readouterr().out)
     assert abs(mesh_lowest_z(arm).min() + 0.65) < FLOOR_TOL
 
 

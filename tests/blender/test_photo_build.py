@@ -100,7 +100,8 @@ def test_each_platform_zip_declares_the_blenders_whose_python_it_is_for():
     for python in builds.BLENDER_PYTHONS:
         staged = tomllib.loads(build_extension.staged_manifest(manifest, [], builds.PHOTO_PLATFORMS, python))
         top = staged.get("blender_version_max")
-        fits = version(staged["blender_version_min"]) <= bpy.app.version and (top is None or bpy.app.version < version(top))
+        fits = (version(staged["blender_version_min"]) <= bpy.app.version
+                and (top is None or bpy.app.version < version(top)))
         assert fits == (python == builds.blender_python()), (bpy.app.version, python)
         assert "/models/photo/weights/" not in staged["build"]["paths_exclude_pattern"]
     assert "/models/photo/weights/" in tomllib.loads(manifest)["build"]["paths_exclude_pattern"]

@@ -316,7 +316,8 @@ def test_solved_pose_matches_forward_kinematics_of_the_core(posed):
     arm, effs = posed
     effs["right_ankle"].location += Vector((0.1, -0.2, 0.25))
     update()
-    bridge, eff_mod = ext_bridge(), ext_effectors()
+    bridge = ext_bridge()
+    ext_effectors()
     local, trans = bridge.read_pose(arm, bridge.bone_axes(arm))
     pos = forward_kinematics(local, ext_bridge().rest_joints(arm), PARENTS, trans).positions
     world = np.array(arm.matrix_world)

@@ -149,7 +149,8 @@ def test_blender_metarigs_map_by_name_and_follow_the_proxy(metarig, bridge):
     pose_proxy(bridge, proxy, bent_pose())
     d = distances(rig, proxy)
     assert max(d.values()) < 1 * CM, d
-    moved = np.linalg.norm(heads(rig, ["hand.L"])["hand.L"] - np.array(rig.matrix_world @ rig.data.bones["hand.L"].head_local))
+    moved = np.linalg.norm(heads(rig, ["hand.L"])["hand.L"]
+                           - np.array(rig.matrix_world @ rig.data.bones["hand.L"].head_local))
     assert moved > 20 * CM   # the pose means something
 
 

@@ -50,10 +50,11 @@ def world_joints(arm, names):
 @needs_photo
 def test_every_frame_is_keyed_with_the_feet_held_and_seen_through_the_videos_camera(clip):
     """A new body keyed on all 12 frames (the scene at the video's 30 fps, so one key per
-    video frame) with the person's proportions (Fit Shape, as the core fit gives them), the standing feet moving under 1 mm a frame (locked: they are held to 1 mm
-    by the refinement, and a lock does not move; unlocked they wobble by millimetres), and
-    through the camera it adds, the body's joints land on the pixels the core fit put them
-    (within 2 pixels: the scene levelling, the floor and the camera placement agree)."""
+    video frame) with the person's proportions (Fit Shape, as the core fit gives them), the
+    standing feet moving under 1 mm a frame (locked: they are held to 1 mm by the refinement,
+    and a lock does not move; unlocked they wobble by millimetres), and through the camera it
+    adds, the body's joints land on the pixels the core fit put them (within 2 pixels: the
+    scene levelling, the floor and the camera placement agree)."""
     from bpy_extras.object_utils import world_to_camera_view
     from mathutils import Vector
     from models.core.skeleton import JOINT_NAMES

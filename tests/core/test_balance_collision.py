@@ -29,7 +29,8 @@ def body(open_body):
 
 def a_pose():
     local = np.tile(np.eye(3), (24, 1, 1))
-    local[J["left_shoulder"]], local[J["right_shoulder"]] = Rotation.from_euler("z", [[-60], [60]], degrees=True).as_matrix()
+    local[J["left_shoulder"]], local[J["right_shoulder"]] = (
+        Rotation.from_euler("z", [[-60], [60]], degrees=True).as_matrix())
     return local
 
 

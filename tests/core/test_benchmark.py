@@ -34,11 +34,13 @@ def test_benchmark_reports_every_method(tmp_path):
     assert report["frames"] == 40
     assert report["weights"] == "models/ik/weights"   # the shipped weights, named the same from any clone
     generative = {"smplik_protocol_deterministic", "smplik_protocol_natural", "smplik_protocol_best_of_8",
-                  "smplik_protocol_mean_of_8", "smplik_protocol_best_of_8_principal", "smplik_protocol_best_of_8_random", "smplik_6pt_natural", "smplik_alternatives", "smplik_path",
+                  "smplik_protocol_mean_of_8", "smplik_protocol_best_of_8_principal",
+                  "smplik_protocol_best_of_8_random", "smplik_6pt_natural", "smplik_alternatives", "smplik_path",
                   "smplik_balance", "smplik_collision", "smplik_protocol_best_of_8_hypotheses",
                   "smplik_protocol_best_of_8_library"}
     assert set(methods) == {"smplik_6pt", "smplik_6pt_one_pass", "smplik_6pt_refined", "smplik_random",
-                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "ikgat_noise", "analytic_full", "baseline_6pt"} | \
+                            "smplik_random_refined", "ikgat", "ikgat_one_pass", "ikgat_noise", "analytic_full",
+                            "baseline_6pt"} | \
         (generative if FLOW_WEIGHTS.exists() else set())
     for name, m in methods.items():
         if name in generative or name == "ikgat_noise":
@@ -86,7 +88,8 @@ def test_benchmark_reports_every_method(tmp_path):
 
 @pytest.mark.skipif(not (IKGAT_WEIGHTS.exists() and SMPLIK_WEIGHTS.exists()), reason="network weights not trained yet")
 def test_zero_frames_for_the_slow_figures_leaves_them_out(tmp_path):
-    methods = run_benchmark(tmp_path, "--max-frames", "8", "--baseline-frames", "0", "--protocol-frames", "0")["methods"]
+    methods = run_benchmark(tmp_path, "--max-frames", "8", "--baseline-frames", "0",
+                            "--protocol-frames", "0")["methods"]
     assert "baseline_6pt" not in methods and not any(m.startswith("smplik_protocol") for m in methods)
     assert methods["smplik_6pt_refined"]["effector_mm"] < 1
 

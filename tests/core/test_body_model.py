@@ -127,7 +127,8 @@ def test_pickle_loader_refuses_code(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda a: a.update(weights=a["weights"][:, :23]), r"array 'weights' has shape \(13718, 23\), expected \(13718, 24\)"),
+    (lambda a: a.update(weights=a["weights"][:, :23]),
+     r"array 'weights' has shape \(13718, 23\), expected \(13718, 24\)"),
     (lambda a: a.pop("J_regressor"), "missing arrays: J_regressor"),
     (lambda a: a["shapedirs"].__setitem__((5, 1, 2), np.nan), "array 'shapedirs' contains NaN"),
     (lambda a: a["f"].__setitem__((0, 0), 10 ** 6), "array 'f' indexes vertices outside"),

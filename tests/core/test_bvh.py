@@ -112,9 +112,11 @@ def test_write_read_round_trip(tmp_path, rng):
 BAD = [
     (lambda t: t.rsplit("\n", 2)[0] + "\n", r"clip.bvh:\d+: truncated: the header says 2 frames but the file has 1"),
     (lambda t: t.replace("90 0 0   2 0 0", "90 0 0   2 0"), r"clip.bvh:24: expected 10 channel values, found 9"),
-    (lambda t: t.replace("0 0 0 0 90   45", "0 0 0 0 nan   45"), r"clip.bvh:24: Left Up Leg Zrotation is nan in frame 1"),
+    (lambda t: t.replace("0 0 0 0 90   45", "0 0 0 0 nan   45"),
+     r"clip.bvh:24: Left Up Leg Zrotation is nan in frame 1"),
     (lambda t: t.replace("90 0 0   2", "90 0 zero   2"), r"clip.bvh:24: 'zero' is not a number"),
-    (lambda t: t.replace("CHANNELS 1 Zrotation", "CHANNELS 2 Zrotation"), r"clip.bvh:17: CHANNELS says 2 channels but lists 1"),
+    (lambda t: t.replace("CHANNELS 1 Zrotation", "CHANNELS 2 Zrotation"),
+     r"clip.bvh:17: CHANNELS says 2 channels but lists 1"),
     (lambda t: t.replace("MOTION\n", ""), r"clip.bvh:\d+: unexpected 'Frames:' in the hierarchy"),
     (lambda t: t.replace("\t}\n}\nMOTION", "\t}\nMOTION"), r"clip.bvh:\d+: MOTION before the hierarchy is closed"),
     (lambda t: t.replace("OFFSET 1 0 0", "OFFSET 1 0"), r"clip.bvh:8: OFFSET needs 3 numbers, found 2"),

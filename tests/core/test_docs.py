@@ -3,10 +3,10 @@
 A figure is quoted as `21.6<!--fig benchmark_cmu methods.smplik_6pt.mpjpe_mm--> mm`: the
 number, then an HTML comment (invisible when rendered) naming its JSON file and key. The file
 is docs/figures/NAME.json, or models/ik/weights/NAME.json for `weights/NAME` (the training
-records), or models/body/NAME.json for `body/NAME` (the open bodies' build records); the key is a dotted path (a key that itself holds dots, such as a zip's name, is
-found as written). The quoted number's decimals set the rounding it must match; thousands
-separators are allowed. After re-running a benchmark, rewrite every quoted figure from the
-JSON with
+records), or models/body/NAME.json for `body/NAME` (the open bodies' build records); the key is
+a dotted path (a key that itself holds dots, such as a zip's name, is found as written). The
+quoted number's decimals set the rounding it must match; thousands separators are allowed. After
+re-running a benchmark, rewrite every quoted figure from the JSON with
 
     .venv/bin/python tests/core/test_docs.py --fix
 
@@ -168,7 +168,8 @@ def test_every_marked_figure_matches_its_json():
         value = fig.actual()
         if isinstance(value, str) or not fig.matches(value):
             wrong.append(fig.describe(value))
-    assert not wrong, "figures that do not match their JSON (fix with tests/core/test_docs.py --fix):\n" + "\n".join(wrong)
+    assert not wrong, ("figures that do not match their JSON (fix with tests/core/test_docs.py --fix):\n"
+                       + "\n".join(wrong))
 
 
 def test_figures_with_units_and_table_figures_are_marked():
@@ -207,7 +208,7 @@ def test_readme_gives_the_shapes_retarget_returns(tmp_path, open_body):
     from models.motion.bvh import write_smpl_bvh
     from models.motion.retarget import retarget
 
-    line = next(l for doc in [ROOT / "README.md"] for l in lines(doc) if "print(result.poses.shape" in l.text)
+    line = next(line for doc in [ROOT / "README.md"] for line in lines(doc) if "print(result.poses.shape" in line.text)
     printed, _, comment = line.text.partition("#")
     quoted = [tuple(p.strip() for p in m.split(",") if p.strip()) for m in re.findall(r"\(([^()]*)\)", comment)]
     frames = 12
@@ -266,8 +267,6 @@ def named_commands():
 def test_named_script_exists_and_takes_its_options(name, options):
     script = ROOT / "scripts" / f"{name}.py"
     assert script.exists(), f"the docs name scripts/{name}.py, which does not exist"
-    if name == "blender_session":   # a module the scripts import, not a command
-        return
     run = subprocess.run([PYTHON, str(script.relative_to(ROOT)), "--help"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=""))
     if run.returncode and "No module named 'torch'" in run.stderr:

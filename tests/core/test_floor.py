@@ -78,7 +78,8 @@ def test_z_up_and_y_up_measure_the_same_clip_alike(open_body, walking):
     y_up = floor.lowest_point(open_body, betas, poses, trans, floor.LowestPointOptions(up_axis="Y"))
     z_up = floor.lowest_point(open_body, betas, poses_z, trans_z, floor.LowestPointOptions(up_axis="Z"))
     assert abs(y_up.height - z_up.height) < 1e-9 and np.abs(y_up.per_frame - z_up.per_frame).max() < 1e-9
-    wrong = floor.lowest_point(open_body, betas, poses_z, trans_z, floor.LowestPointOptions(up_axis="Y"))   # along the wrong axis
+    # along the wrong axis
+    wrong = floor.lowest_point(open_body, betas, poses_z, trans_z, floor.LowestPointOptions(up_axis="Y"))
     assert abs(wrong.height - y_up.height) > 0.1
 
 

@@ -461,7 +461,8 @@ def test_an_alternative_left_with_an_arm_in_the_body_is_refined_again_nearer_the
     through[JOINT_INDEX["left_shoulder"]] = Rotation.from_euler("zy", [-40, -90], degrees=True).as_matrix()
     through[JOINT_INDEX["left_elbow"]] = Rotation.from_euler("y", -140, degrees=True).as_matrix()
     p = forward_kinematics(through, rest, PARENTS, np.zeros(3)).positions
-    effectors = [Effector(n, "position", tuple(p[JOINT_INDEX[n]])) for n in ("pelvis", "head", "left_ankle", "right_ankle")]
+    effectors = [Effector(n, "position", tuple(p[JOINT_INDEX[n]]))
+                 for n in ("pelvis", "head", "left_ankle", "right_ankle")]
     assert arm_in_body(through, np.zeros(3), rest, effectors)
     refine_many = sampling.refine_many
 
@@ -512,7 +513,8 @@ def test_batched_refinement_meets_the_effectors_like_the_single_one(open_body, r
     effectors = [Effector("pelvis", "position", tuple(fk.positions[0])),
                  Effector("left_wrist", "position", tuple(fk.positions[20])),
                  Effector("right_ankle", "rotation", fk.rotations[8]),
-                 Effector("head", "look_at", tuple(fk.positions[15] + fk.rotations[15] @ [0, 0, 1.0]), axis=(0, 0, 1.0))]
+                 Effector("head", "look_at", tuple(fk.positions[15] + fk.rotations[15] @ [0, 0, 1.0]),
+                          axis=(0, 0, 1.0))]
     starts = axis_angle_to_matrix(rng.normal(scale=0.3, size=(5, 24, 3)))
     trans = rng.normal(scale=0.05, size=(5, 3))
     # the batched residuals are the single ones, pose by pose

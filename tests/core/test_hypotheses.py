@@ -94,7 +94,8 @@ def test_winner_takes_all_trains_only_the_nearest_much():
     assert abs(loss.item() - 0.5 * ((1.0 + 0.1 * 2.0) + (0.5 + 0.1 * 5.5 / 3))) < 1e-6   # nearest + 0.1 x mean
     grad = errors.grad.numpy()
     # the winner's gradient is the nearest's share plus its relaxed share; the others' only the relaxed
-    assert np.allclose(grad[0], [0.1 / 6, 0.5 + 0.1 / 6, 0.1 / 6]) and np.allclose(grad[1], [0.5 + 0.1 / 6, 0.1 / 6, 0.1 / 6])
+    assert (np.allclose(grad[0], [0.1 / 6, 0.5 + 0.1 / 6, 0.1 / 6])
+            and np.allclose(grad[1], [0.5 + 0.1 / 6, 0.1 / 6, 0.1 / 6]))
 
 
 def net_with_head(folder, head_base=None, trunk_blocks=1):

@@ -121,7 +121,8 @@ def test_weights_round_trip_and_architecture_check(random_model, tmp_path, open_
     assert np.allclose(IkGat.load(path)(pos, rest), direct(pos, rest), atol=1e-6)
     params = random_model.numpy_params()
     save_weights(tmp_path / "other.npz", params, dict(random_model.config, arch="smplik-v2"))
-    with pytest.raises(SmplIkError, match="other.npz: weights are for architecture 'smplik-v2', not 'ikgat-v1' or 'ikgat-v2'"):
+    with pytest.raises(SmplIkError,
+                       match="other.npz: weights are for architecture 'smplik-v2', not 'ikgat-v1' or 'ikgat-v2'"):
         IkGat.load(tmp_path / "other.npz")
     params.pop("out.bias")
     save_weights(tmp_path / "cut.npz", params, dict(random_model.config, dim=48))

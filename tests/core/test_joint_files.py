@@ -306,7 +306,8 @@ def test_the_shape_fit_reads_bone_lengths_around_gaps(open_body):
     gaps = truth.copy()
     gaps[[1, 6], :12] = np.nan
     gaps[3, [4, 18, 21]] = np.nan
-    whole, holed = fit_layout_shape(open_body, truth, LAYOUTS["smpl24"]), fit_layout_shape(open_body, gaps, LAYOUTS["smpl24"])
+    whole, holed = (fit_layout_shape(open_body, truth, LAYOUTS["smpl24"]),
+                    fit_layout_shape(open_body, gaps, LAYOUTS["smpl24"]))
     assert np.allclose(holed.betas, whole.betas, atol=1e-6)
     assert np.abs(whole.betas - betas).max() < 1e-3
 

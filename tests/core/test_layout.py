@@ -73,8 +73,9 @@ def test_runtime_never_imports_torch_or_the_training_package():
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 for name in names:
-                    assert name.split(".")[0] not in TRAINING_ONLY, f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
-                    assert "training" not in name.split("."), f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
+                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    assert name.split(".")[0] not in TRAINING_ONLY, f"{where} imports {name}"
+                    assert "training" not in name.split("."), f"{where} imports {name}"
 
 
 ADDON = ROOT / "addon"
@@ -354,7 +355,7 @@ def calls_that_print_or_exit(path):
 
 
 def test_library_code_logs_or_raises_never_prints_or_exits():
-    found = [f"{path.relative_to(ROOT)}:{line} {what}" for root in (MODELS, ADDON)
+    found = [f"{path.relative_to(ROOT)}:{line} {what}" for root in LIBRARIES
              for path in sorted(root.rglob("*.py")) for line, what in calls_that_print_or_exit(path)]
     assert not found, "library code prints or exits (log with `logging`, or raise SmplIkError): " + "; ".join(found)
 

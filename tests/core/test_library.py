@@ -129,7 +129,8 @@ def test_sample_alternates_the_heads_poses_and_the_librarys(open_body, rng, tmp_
     natural = net.solve(effectors, rest, SolveOptions(mode="natural", refine=None))
     # the natural pose, as it stands
     for zero in net.sample(effectors, rest, SampleOptions(count=4, refine=None, temperature=0)):
-        assert np.abs(zero.local_rot - natural.local_rot).max() < 1e-9 and np.abs(zero.trans - natural.trans).max() < 1e-9
+        assert (np.abs(zero.local_rot - natural.local_rot).max() < 1e-9
+                and np.abs(zero.trans - natural.trans).max() < 1e-9)
     for sample in net.sample(effectors, rest, SampleOptions(count=4)):
         assert measured_effector_errors(effectors, sample.local_rot, sample.trans, rest).max() < 1e-3
 

@@ -264,7 +264,8 @@ RIGS = {
         ("{l}ThighBend", "pelvis", "{side}_hip"),
         ("{l}ThighTwist", "{l}ThighBend", ("{side}_hip", "{side}_knee", 0.4)),
         ("{l}Shin", "{l}ThighTwist", "{side}_knee"), ("{l}Foot", "{l}Shin", "{side}_ankle"),
-        ("{l}Metatarsals", "{l}Foot", ("{side}_ankle", "{side}_foot", 0.5)), ("{l}Toe", "{l}Metatarsals", "{side}_foot"),
+        ("{l}Metatarsals", "{l}Foot", ("{side}_ankle", "{side}_foot", 0.5)),
+        ("{l}Toe", "{l}Metatarsals", "{side}_foot"),
     ]), expect_both({"pelvis": "hip", "spine1": "abdomenUpper", "spine2": "chestLower", "spine3": "chestUpper",
                      "neck": "neckLower", "head": "head", "{side}_hip": "{l}ThighBend", "{side}_knee": "{l}Shin",
                      "{side}_ankle": "{l}Foot", "{side}_foot": "{l}Toe", "{side}_collar": "{l}Collar",
@@ -276,7 +277,8 @@ RIGS = {
 def _rigify_chain(prefix, with_halves):
     """Rigify's bone names (metarig, or a generated rig's DEF-/ORG- chain with `.001` halves)."""
     p = prefix
-    half = (lambda name, parent, a, b: [(f"{p}{name}.001", f"{p}{parent}", (a, b, 0.5))]) if with_halves else (lambda *_: [])
+    half = ((lambda name, parent, a, b: [(f"{p}{name}.001", f"{p}{parent}", (a, b, 0.5))]) if with_halves
+            else (lambda *_: []))
     rig = [(f"{p}spine", "root" if p else None, "pelvis"), (f"{p}spine.001", f"{p}spine", "spine1"),
            (f"{p}spine.002", f"{p}spine.001", "spine2"), (f"{p}spine.003", f"{p}spine.002", "spine3"),
            (f"{p}spine.004", f"{p}spine.003", "neck"), (f"{p}spine.005", f"{p}spine.004", ("neck", "head", 0.5)),
@@ -309,7 +311,8 @@ RIGIFY_EXPECT = expect_both({"pelvis": "spine", "spine1": "spine.001", "spine2":
                              "{side}_wrist": "hand.{L}", "{side}_hand": "f_middle.01.{L}"})
 # a generated rig: DEF (deforming, with twist halves), ORG (what Rigify reads) and a few of its
 # controls and mechanism bones, all under `root`
-RIGS["rigify_generated"] = ("rigify", [("root", None, None)] + _rigify_chain("DEF-", True) + _rigify_chain("ORG-", False) + both_sides([
+RIGS["rigify_generated"] = ("rigify", [("root", None, None)] + _rigify_chain("DEF-", True)
+                            + _rigify_chain("ORG-", False) + both_sides([
     ("torso", "root", "pelvis"), ("hips", "torso", "pelvis"), ("chest", "torso", "spine3"), ("neck", "chest", "neck"),
     ("head", "neck", "head"), ("shoulder.{L}", "chest", "{side}_collar"),
     ("upper_arm_fk.{L}", "shoulder.{L}", "{side}_shoulder"), ("forearm_fk.{L}", "upper_arm_fk.{L}", "{side}_elbow"),

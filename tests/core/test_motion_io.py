@@ -120,7 +120,8 @@ def test_z_up_motion_lands_in_smpl_frame_joint_for_joint(rng, open_body):
     # AMASS's +90 degrees about X undone: the body stands in SMPL's frame as it was made
     assert geodesic_angle(axis_angle_to_matrix(poses_y[:, 0]), axis_angle_to_matrix(upright[:, 0])).max() < 1e-7
     back_p, back_t = amass.z_up_from_smpl_frame(poses_y, trans_y, rest[0])
-    assert geodesic_angle(axis_angle_to_matrix(back_p), axis_angle_to_matrix(aa)).max() < 1e-7   # arccos: 1e-8 is its noise
+    # arccos: 1e-8 is its noise
+    assert geodesic_angle(axis_angle_to_matrix(back_p), axis_angle_to_matrix(aa)).max() < 1e-7
     assert np.abs(back_t - trans_z).max() < 1e-12
 
 
@@ -276,8 +277,9 @@ def test_body_file_gender_reads_the_array_or_the_name(tmp_path):
     named = tmp_path / "model.npz"
     np.savez(named, gender=np.array("female"), v_template=np.zeros((3, 3)))
     assert amass.body_file_gender(named) == "female"
-    for name, gender in (("SMPL_MALE.pkl", "male"), ("SMPLX_FEMALE.npz", "female"), ("basicModel_f_lbs_10_207_0_v1.0.0.pkl",
-                         "female"), ("basicmodel_m_lbs_10_207_0_v1.1.0.pkl", "male"), ("smpl.pkl", "neutral")):
+    for name, gender in (("SMPL_MALE.pkl", "male"), ("SMPLX_FEMALE.npz", "female"),
+                         ("basicModel_f_lbs_10_207_0_v1.0.0.pkl", "female"),
+                         ("basicmodel_m_lbs_10_207_0_v1.1.0.pkl", "male"), ("smpl.pkl", "neutral")):
         (tmp_path / name).write_bytes(b"not read for a .pkl; a broken .npz falls back to its name")
         assert amass.body_file_gender(tmp_path / name) == gender, name
 

@@ -28,7 +28,8 @@ compare_chararrays int0 uint0 bool8 object0 str0 bytes0 void0 in1d trapz row_sta
 NEW_IN_2 = frozenset("""bool long ulong concat permute_dims pow acos asin atan atan2 acosh asinh atanh
 bitwise_left_shift bitwise_right_shift bitwise_invert bitwise_count isdtype unique_values unique_counts
 unique_inverse unique_all matrix_transpose vecdot cumulative_sum cumulative_prod astype matvec vecmat""".split())
-NEW_IN_2_LINALG = frozenset("matrix_norm vector_norm vecdot cross outer diagonal trace svdvals matrix_transpose".split())
+NEW_IN_2_LINALG = frozenset("matrix_norm vector_norm vecdot cross outer diagonal trace svdvals "
+                            "matrix_transpose".split())
 PRIVATE = frozenset({"core"})   # numpy._core since 2.0; np.core warns
 # Keywords numpy 2 added (1.26 raises TypeError), each with a call that uses it.
 NEW_KEYWORDS = {
@@ -134,7 +135,8 @@ def test_the_tables_match_the_numpy_installed():
     ("from numpy import trapz\n", ["np.trapz is gone from numpy 2"]),
     ("from numpy.core.multiarray import scalar\n", ["np.core is private from numpy 2"]),
     ("import numpy.core.multiarray\n", ["numpy.core is private from numpy 2"]),
-    ("import numpy as np\nok = (np.isin(a, b), np.vstack(c), np.float64(1), d.float_, 'np.NaN', np.array(x, copy=True))\n",
+    ("import numpy as np\n"
+     "ok = (np.isin(a, b), np.vstack(c), np.float64(1), d.float_, 'np.NaN', np.array(x, copy=True))\n",
      []),
 ])
 def test_the_scan_finds_what_it_looks_for(tmp_path, source, expected):

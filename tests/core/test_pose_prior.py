@@ -20,7 +20,8 @@ def test_max_mixture_bounds_the_exact_likelihood():
     prior = load_pose_prior()
     gen = np.random.default_rng(0)
     aa = np.zeros((20, NUM_JOINTS, 3))
-    aa[:, 1:] = prior.means[gen.integers(len(prior.means), size=20)].reshape(20, -1, 3) + 0.1 * gen.normal(size=(20, NUM_JOINTS - 1, 3))
+    aa[:, 1:] = (prior.means[gen.integers(len(prior.means), size=20)].reshape(20, -1, 3)
+                 + 0.1 * gen.normal(size=(20, NUM_JOINTS - 1, 3)))
     rot = axis_angle_to_matrix(aa)
     r = prior.residuals(rot)
     assert r.shape == (20, DIM + 1)
@@ -75,7 +76,7 @@ def test_refitting_some_numbers_keeps_the_others_and_fits_the_new_ones(rng):
     x = rng.normal(size=(3000, DIM)) * 0.2
     x[:1500, :10] += 0.8                                   # two clusters
     w = np.ones(len(x))
-    means, cov, mix, _ = tpp.em(x, w, 2, 30, rng, log=lambda *_: None)
+    means, cov, mix, _ = tpp.em(x, w, 2, 30, rng)
     prior = tpp.as_prior(means, cov, mix)
     dims = [3 * (JOINT_INDEX["left_foot"] - 1) + i for i in range(3)]
     keep = np.setdiff1d(np.arange(DIM), dims)

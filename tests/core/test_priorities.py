@@ -300,7 +300,8 @@ def test_a_floor_the_pins_push_the_feet_through_is_reported_point_by_point(open_
         assert reported[name].error == pytest.approx(depth) and not reported[name].soft
         assert reported[name].describe() == f"{name} is {depth * 1000:.1f} mm below the floor"
     assert set(contacts.names) == {f"{s} {p}" for s in ("left", "right")
-                                   for p in ("heel", "ball", "toe", "sole inner", "sole outer", "toes inner", "toes outer")}
+                                   for p in ("heel", "ball", "toe", "sole inner", "sole outer",
+                                             "toes inner", "toes outer")}
 
 def test_rotation_and_look_at_misses_are_in_degrees(standing):
     local, trans, rest, fk = standing
@@ -308,7 +309,8 @@ def test_rotation_and_look_at_misses_are_in_degrees(standing):
     effs = pins(fk) + [Effector("left_elbow", EffectorKind.ROTATION, twisted, soft=True, tolerance=0.01)]
     out = refine_pose(local, trans, rest, effs)
     assert out.misses and out.misses[0].joint == "left_elbow"
-    assert out.misses[0].describe().startswith("left_elbow is turned ") and "degrees from its target" in out.misses[0].describe()
+    assert (out.misses[0].describe().startswith("left_elbow is turned ")
+            and "degrees from its target" in out.misses[0].describe())
 
 
 @pytest.mark.parametrize("tolerance", [np.nan, -0.01, np.inf])
@@ -322,8 +324,8 @@ def test_a_far_soft_target_is_followed_while_the_hard_pin_is_mended(open_body):
     that mend the pin must not end the soft level's progress."""
     rest = open_body.rest_joints(np.zeros(10))
     pelvis, target = np.array([0.0, 0.95, 0.0]), np.array([2.0, 1.3, 0.3])
-    sol = SmplIk.load().solve([Effector("pelvis", P, tuple(pelvis)), Effector("left_wrist", P, tuple(target), soft=True)],
-                              rest)
+    sol = SmplIk.load().solve([Effector("pelvis", P, tuple(pelvis)),
+                               Effector("left_wrist", P, tuple(target), soft=True)], rest)
     assert np.linalg.norm(sol.positions[0] - pelvis) < 1e-4
     (miss,) = sol.misses
     # the arm and the trunk reach most of a metre from the pelvis toward the target

@@ -387,7 +387,8 @@ def test_damaged_files_name_the_array(folder):
     data[at] ^= 0xFF
     path = folder / "damaged.npz"
     path.write_bytes(bytes(data))
-    with pytest.raises(SmplIkError, match=re.escape(str(path)) + r": not a readable motion file: array 'trans' is damaged"):
+    with pytest.raises(SmplIkError,
+                       match=re.escape(str(path)) + r": not a readable motion file: array 'trans' is damaged"):
         read_motion_npz(path)
     path = folder / "latin.json"
     path.write_bytes(b'{\n "left_hand": "\xe9paule"\n}')
@@ -420,8 +421,10 @@ def _body_with(**change):
 # Inputs the properties above found (or that sit next to them), kept as plain cases so they
 # run every time: each crashed a reader, or was read as if valid, before it was fixed.
 @pytest.mark.parametrize("name,data,read,message", [
-    ("frames_nan.bvh", VALID_BVH.replace(b"Frames: 3", b"Frames: nan"), read_bvh, r":31: Frames must be a whole number"),
-    ("frames_inf.bvh", VALID_BVH.replace(b"Frames: 3", b"Frames: 1e999"), read_bvh, r":31: Frames must be a whole number"),
+    ("frames_nan.bvh", VALID_BVH.replace(b"Frames: 3", b"Frames: nan"), read_bvh,
+     r":31: Frames must be a whole number"),
+    ("frames_inf.bvh", VALID_BVH.replace(b"Frames: 3", b"Frames: 1e999"), read_bvh,
+     r":31: Frames must be a whole number"),
     ("offset_nan.bvh", VALID_BVH.replace(b"OFFSET 10.0 -5.0 0.0", b"OFFSET nan -5.0 0.0"), read_bvh,
      r":8: OFFSET has a value that is not a finite number"),
     ("tiny_frame_time.bvh", VALID_BVH.replace(b"0.033333", b"1e-320"), read_bvh,
@@ -459,7 +462,8 @@ def test_body_gender_stored_as_bytes_reads_as_text(folder):
 
 # --- every writer of user files is atomic ----------------------------------------------------------
 
-WRITE_CALLS = re.compile(r"np\.savez(_compressed)?\(|\.write_text\(|\.write_bytes\(|json\.dump\(|\bopen\([^)]*['\"][wax]b?['\"]")
+WRITE_CALLS = re.compile(r"np\.savez(_compressed)?\(|\.write_text\(|\.write_bytes\(|json\.dump\("
+                         r"|\bopen\([^)]*['\"][wax]b?['\"]")
 
 
 def _writes(folder):
@@ -480,7 +484,8 @@ def _inside_atomic_write(path, line):
         if isinstance(node, ast.With) and node.lineno < line <= node.end_lineno:
             for item in node.items:
                 call = item.context_expr
-                if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == "atomic_write":
+                if (isinstance(call, ast.Call)
+                        and getattr(call.func, "id", getattr(call.func, "attr", "")) == "atomic_write"):
                     return True
     return False
 

@@ -131,7 +131,8 @@ def test_never_overwrites_without_flag(clips, tmp_path):
     assert "FAILED" not in r.stdout + r.stderr and "walk.npz exists; pass --overwrite" in r.stdout
     assert "1 of 2 files retargeted" in r.stdout and "1 skipped" in r.stdout
     assert (out / "walk.npz").read_bytes() == b"precious" and (out / "run.npz").exists()
-    walk = next(f for f in json.loads((tmp_path / "report.json").read_text())["files"] if f["source"].endswith("walk.bvh"))
+    walk = next(f for f in json.loads((tmp_path / "report.json").read_text())["files"]
+                if f["source"].endswith("walk.bvh"))
     assert not walk["ok"] and "exists" in walk["skipped"] and walk["error"] == ""
     r = run("retarget.py", good, "--out", out)          # again: everything there, nothing failed
     assert r.returncode == 0 and "0 of 2 files retargeted" in r.stdout and "2 skipped" in r.stdout

@@ -39,8 +39,8 @@ def test_rotation_vector_back_from_matrix(rng, dtype, tol):
     assert np.allclose(back, aa, atol=tol)
     for one in (aa[7], aa[8]):   # 60 and 179 degrees, one matrix each
         assert np.allclose(R.matrix_to_axis_angle(R.axis_angle_to_matrix(one)), one, atol=tol)
-    assert np.allclose(back.astype(np.float64), Rotation.from_matrix(R.axis_angle_to_matrix(aa).astype(np.float64)).as_rotvec(),
-                       atol=tol)
+    assert np.allclose(back.astype(np.float64),
+                       Rotation.from_matrix(R.axis_angle_to_matrix(aa).astype(np.float64)).as_rotvec(), atol=tol)
 
 
 def test_matches_scipy(rng):

@@ -344,7 +344,8 @@ def test_bend_joints_limits_the_bend_and_names_a_bad_joint():
     poses = torch.from_numpy(np.random.default_rng(1).normal(scale=0.3, size=(20, 24, 3))).float()
     data = PoseData(poses, np.zeros(20, int), ["a"], "")
     plain, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0))
-    rot, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0), Augmentation(bend=0.5, bend_joints=(12,)))
+    rot, _ = sample_batch(data, TorchBody(), 200, torch.Generator().manual_seed(0),
+                          Augmentation(bend=0.5, bend_joints=(12,)))
     changed = (rot - plain).abs().amax((-1, -2)) > 1e-6
     assert changed[:, 12].float().mean() > 0.3 and not changed[:, [j for j in range(24) if j != 12]].any()
 
