@@ -233,7 +233,8 @@ def test_unreachable_targets_warn_from_bake_with_frames_and_distance(posed, capf
     bake = ext("pose.bake")
     restarts = []
     solve = bake.solve_effectors
-    monkeypatch.setattr(bake, "solve_effectors", lambda *a, **k: restarts.append(k["restarts"]) or solve(*a, **k))
+    monkeypatch.setattr(bake, "solve_effectors", lambda arm, objs, request: restarts.append(request.restarts)
+                        or solve(arm, objs, request))
     forward, _, _ = body_directions(arm)
     wrist = effs["left_wrist"]
     start = wrist.location.copy()
