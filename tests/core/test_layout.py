@@ -4,6 +4,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 FORBIDDEN_IN_CORE = {"bpy", "mathutils", "bmesh", "addon", "addon_utils"}
@@ -258,8 +260,9 @@ def import_graph(root):
     return graph
 
 
-def test_no_import_circle_in_models():
-    graph = import_graph(MODELS)
+@pytest.mark.parametrize("root", LIBRARIES, ids=lambda root: root.name)
+def test_no_import_circle(root):
+    graph = import_graph(root)
     # a package's own __init__ is a name space, not a concern: it may be reached through its modules
     graph = {m: {t for t in ts if (ROOT / t.replace(".", "/")).with_suffix(".py").is_file()}
              for m, ts in graph.items()}
@@ -275,7 +278,7 @@ def test_no_import_circle_in_models():
         return False
 
     cycles = sorted(m for m in graph if reaches(m, m, set()))
-    assert not cycles, f"modules of models/ that import each other in a circle: {cycles}"
+    assert not cycles, f"modules of {root.name}/ that import each other in a circle: {cycles}"
 
 
 def test_import_graph_sees_imports():
