@@ -8,6 +8,7 @@ written to a temporary file beside the target and renamed, so a failure never le
 half-written file.
 """
 import functools
+from concurrent.futures import ProcessPoolExecutor, as_completed
 import os
 import sys
 import time
@@ -186,7 +187,6 @@ def run_jobs(work, items, workers=1, on_result=lambda result: None):
             results.append(work(item))
             on_result(results[-1])
         return results
-    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(work, item): i for i, item in enumerate(items)}
