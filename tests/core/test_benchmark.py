@@ -123,3 +123,16 @@ def test_worst_errors_keeps_metres_and_radians_apart():
     mm, deg = worst_errors(effs, [0.002, 0.3, 0.001, 0.1])   # metres, radians, metres, radians
     assert mm == pytest.approx(2.0) and deg == pytest.approx(np.degrees(0.3))
     assert worst_errors(effs[:1], [0.004]) == (pytest.approx(4.0), 0.0)
+
+
+def test_compare_counts_equal_figures_and_sets_timings_apart():
+    from benchmarks.compare import compare
+
+    before = {"frames": 10, "methods": {"a": {"mpjpe_mm": 1.5, "ms_single": 0.4, "per_s_batch": 900}},
+              "speed": {"photo_ratio": 0.5}, "rows": [{"x": 1}, {"x": 2}]}
+    after = {"frames": 10, "methods": {"a": {"mpjpe_mm": 1.6, "ms_single": 0.9, "per_s_batch": 100}},
+             "speed": {"photo_ratio": 0.7}, "rows": [{"x": 1}, {"x": 3}], "new": True}
+    result = compare(before, after)
+    assert (result.figures, result.equal, result.timings) == (5, 2, 3)
+    assert result.differ == ("methods/a/mpjpe_mm: 1.5 -> 1.6", "new: None -> True", "rows/1/x: 2 -> 3")
+    assert compare(before, before).equal == compare(before, before).figures == 4
