@@ -16,7 +16,7 @@ from models.training.clips import VALIDATION_LOCOMOTION, VALIDATION_VARIED
 
 ROOT = Path(__file__).resolve().parents[1]
 MOCAP = ROOT.parent / "shared" / "data" / "mocap"    # the shared mocap clips beside the clone
-RETARGET_FOLDERS = tuple(MOCAP / name for name in ("cmu_train", "m21", "cmu_varied"))
+RETARGET_FOLDERS = tuple(MOCAP / name for name in ("cmu_train", "m21", "cmu_varied", "aclstm"))
 CLIP_FPS = 30.0     # the rate joint-file clips are taken at
 
 

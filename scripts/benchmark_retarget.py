@@ -2,7 +2,7 @@
 
     python scripts/benchmark_retarget.py [FOLDER...] [--json docs/figures/benchmark_retarget.json]
 
-Defaults to ../shared/data/mocap/cmu_train, m21 and cmu_varied. For each folder it times
+Defaults to ../shared/data/mocap/cmu_train, m21, cmu_varied and aclstm. For each folder it times
 reading, retargeting and writing every clip (median of --repeat runs per clip, one thread),
 and reports the mean limb-direction error with and without the polish pass, the trunk's
 (pelvis to neck) direction error, the spine's turn (spine1-3's mean local rotation, the median

@@ -1,14 +1,16 @@
 """Retarget a folder of BVH motion capture into one SMPL training file for the learned IK.
 
     python scripts/build_dataset.py ../shared/data/mocap/cmu_train --out data/cmu_train.npz \\
-        [--fps 30] [--skip-first 1] [--jobs 2]
+        [--fps 30] [--source-fps 'salsa_*=60'] [--skip-first 1] [--jobs 2]
 
 The file holds, for N kept frames of C clips:
   poses (N, 72) axis-angle, SMPL joint order;  trans (N, 3) metres;  clip (N,) clip index;
   frame (N,) frame index in its source file;  betas (C, 10) each clip's fitted shape;
   clips (C,) source file names (relative to the folder);  fps (C,) kept frame rate;
   source_fps (C,);  limb_error_deg (C,);  body_model.
-Clips that fail are reported and left out; the exit status is 1 if any failed.
+--source-fps gives the frame rate of clips whose header states a wrong one (fps and
+source_fps follow it; --fps then down-samples from it). Clips that fail are reported and left
+out; the exit status is 1 if any failed.
 """
 import argparse
 import sys
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from models.core.errors import SmplIkError
 from models.motion.batch import build_dataset, save_npz_atomically
+from models.motion.rates import RULES_HELP, rate_rules
 
 
 def main(argv=None):
@@ -26,6 +29,7 @@ def main(argv=None):
     ap.add_argument("--body", default="", help="body model file (default: the open body)")
     ap.add_argument("--mapping", default="", help="JSON mapping overrides for every clip")
     ap.add_argument("--fps", type=float, help="down-sample to about this frame rate")
+    ap.add_argument("--source-fps", action="append", metavar="[PATTERN=]RATE", help=RULES_HELP)
     ap.add_argument("--skip-first", type=int, default=0,
                     help="drop this many frames at each clip's start (CMU clips: 1, a reference pose)")
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
@@ -35,7 +39,12 @@ def main(argv=None):
     if Path(args.out).exists() and not args.overwrite:
         ap.error(f"{args.out} exists; pass --overwrite to replace it")
     try:
-        data = build_dataset(args.folder, args.body, args.mapping, args.fps, args.skip_first, args.jobs)
+        rates = rate_rules(args.source_fps)
+    except SmplIkError as exc:
+        ap.error(f"--source-fps {exc}")
+    try:
+        data = build_dataset(args.folder, args.body, args.mapping, args.fps, args.skip_first, args.jobs,
+                             source_fps=rates)
     except SmplIkError as exc:
         ap.error(str(exc))
     for line in data.messages():   # clips left out, and kept ones whose implausible body deserves a look

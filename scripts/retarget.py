@@ -15,54 +15,27 @@ The file's length unit is inferred from its skeleton (an adult is 1.4-2.1 m tall
 --unit gives it. A body that is not plausible (height outside 1.4-2.1 m with an inferred
 unit, betas at their bound, bone lengths missed by over 5%, the torso leaning 10 degrees off
 the source's) is retargeted with a WARNING in the table, the .npz and the --report JSON.
+Joints are found from each skeleton's tree and shape (legs, arms, spine, head, left and right
+from the way the body faces), whatever its bones are called; --mapping overrides any of them,
+and --report says for each SMPL joint which source joint it took, how it was found (structure,
+name, both, or the mapping file) and how sure that is. A skeleton that is no humanoid (a hand
+alone, a four-legged animal) is refused with the reason.
+--fps gives the frame rate of files whose header states a wrong one; every output takes it,
+and the table's fps column says so: "60 (given; header says 120)".
 Existing outputs are kept unless --overwrite: their files are reported as skipped, so a batch
 can be run again to finish what it left. A failed file never leaves a partial output and the
 others still run; the exit status is 1 if any file failed.
 """
 import argparse
 import sys
-from pathlib import Path
 
 from benchmarks.cli import add_batch_options, check_batch_options, run_batch_as_asked
 from models.core.errors import SmplIkError
 from models.core.files import write_json
-from models.motion.batch import RetargetJob, output_paths, results_report
+from models.motion.batch import RetargetJob, output_paths, results_report, results_table
 from models.motion.bvh import find_bvh_files
+from models.motion.rates import RULES_HELP, given_fps, rate_rules
 from models.motion.units import LENGTH_UNITS, parse_unit
-
-
-def summary(results, stream=sys.stdout):
-    rows = [("file", "frames", "fps", "unit", "height m", "max |beta|", "length resid %",
-             "lean src/body deg", "limb err deg", "seconds", "result")]
-    for r in results:
-        name = Path(r.source).name if r.source else "?"
-        if r.ok:
-            b = r.body
-            lean = b["torso_lean_deg"]
-            rows.append((name, str(r.frames), f"{r.fps:.0f}", r.unit, f"{b['height_m']:.2f}",
-                         f"{b['max_abs_beta']:.1f}", f"{b['length_residual_pct']:.1f}",
-                         "/".join("-" if x is None else f"{x:.0f}" for x in (lean["source"], lean["body"])),
-                         f"{r.limb_error_deg:.2f}",
-                         f"{r.seconds:.2f}", "WARNING: " + "; ".join(r.warnings) if r.warnings else "ok"))
-        else:
-            rows.append((name,) + ("",) * 8 + (f"{r.seconds:.2f}", ("skipped: " + r.skipped) if r.skipped
-                                                else "FAILED: " + r.error))
-    widths = [max(len(row[k]) for row in rows) for k in range(10)]
-    for row in rows:
-        stream.write("  ".join(c.ljust(w) for c, w in zip(row[:10], widths)) + "  " + row[10] + "\n")
-    ok = [r for r in results if r.ok]
-    frames = sum(r.frames for r in ok)
-    stream.write(f"{len(ok)} of {len(results)} files retargeted, {frames} frames")
-    skipped = sum(bool(r.skipped) for r in results)
-    if skipped:
-        stream.write(f", {skipped} skipped (their outputs exist; --overwrite replaces them)")
-    if ok:
-        stream.write(f", mean limb-direction error {sum(r.limb_error_deg for r in ok) / len(ok):.2f} deg")
-        warned = sum(bool(r.warnings) for r in ok)
-        if warned:
-            stream.write(f"; {warned} with warnings (implausible bodies: see the result column)")
-    stream.write("\n")
-
 
 
 def main(argv=None):
@@ -77,7 +50,9 @@ def main(argv=None):
     ap.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     ap.add_argument("--unit", help=f"the files' length unit: {', '.join(LENGTH_UNITS)} ('cmu': CMU's own "
                                    "1/0.45 inch) or metres per unit; default: inferred from each skeleton")
-    ap.add_argument("--report", help="also write a JSON report of every file (body figures, warnings)")
+    ap.add_argument("--fps", action="append", metavar="[PATTERN=]RATE", help=RULES_HELP)
+    ap.add_argument("--report", help="also write a JSON report of every file (body figures, warnings, and per "
+                    "SMPL joint the source joint, how it was found and a confidence)")
     ap.add_argument("--no-polish", action="store_true",
                     help="rotation transfer only: skip the pass that makes segments follow the source's")
     add_batch_options(ap)
@@ -88,18 +63,23 @@ def main(argv=None):
             parse_unit(args.unit)
         except SmplIkError as exc:
             ap.error(str(exc))
+    try:
+        rates = rate_rules(args.fps)
+    except SmplIkError as exc:
+        ap.error(f"--fps {exc}")
 
     search = find_bvh_files(args.inputs)
     pairs, failures = output_paths([(f.path, f.relative) for f in search.found], args.out, search.missing)
     jobs = [RetargetJob(source=str(src), output=str(target), body=args.body or "", mapping=args.mapping or "",
                         polish=not args.no_polish, overwrite=args.overwrite, unit=args.unit or "",
+                        source_fps=given_fps(rates, src),
                         bvh_output=str(target.with_name(target.stem + "_smpl.bvh")) if args.bvh_out else "")
             for src, target in pairs]
     try:
         results = run_batch_as_asked(jobs, failures, args)
     except SmplIkError as exc:
         raise SystemExit(str(exc)) from None
-    summary(results)
+    sys.stdout.write(results_table(results))
     if args.report:
         write_json(args.report, results_report(results))
     return 0 if results and not any(r.failed for r in results) else 1

@@ -38,7 +38,8 @@ class ImportOptions:
     """What an import does. target: 'NEW' (a new body at the 3D cursor, its origin being the
     file's origin) or 'ACTIVE' (the selected body); up_axis: 'AUTO', 'Z' or 'Y'; floor: 'AUTO',
     'ON' or 'OFF' (models.motion.floor.place_on_floor: onto the floor unless the file states
-    its own; always measured and moved; kept as in the file); keep_source_rate: one key per
+    its own; always measured and moved; kept as in the file); source_fps: the file's frame
+    rate, overriding the one it states (0: the file's own); keep_source_rate: one key per
     source frame instead of keys at the scene's frame rate; set_frame_range: the scene's range
     becomes the keys'; frame_start: the first key's frame (None: the scene's start)."""
 
@@ -46,6 +47,7 @@ class ImportOptions:
     target: str = "NEW"
     up_axis: str = "AUTO"
     floor: str = "AUTO"
+    source_fps: float = 0.0
     keep_source_rate: bool = False
     set_frame_range: bool = True
     frame_start: int = None
@@ -142,6 +144,8 @@ def key_motion(context, motion, options, progress=lambda fraction: None, new_bod
     before the scene changes."""
     if options.floor not in floor.FLOOR_MODES:
         raise SmplIkError(f"floor option {options.floor!r} is not one of {', '.join(floor.FLOOR_MODES)}")
+    if not (options.source_fps >= 0 and math.isfinite(options.source_fps)):
+        raise SmplIkError(f"source rate {options.source_fps:g} is not a positive frame rate (0: the file's own)")
     scene = context.scene
     notes = []
     if options.target == "ACTIVE":
@@ -164,7 +168,11 @@ def key_motion(context, motion, options, progress=lambda fraction: None, new_bod
     else:
         up = amass.UpAxisChoice(options.up_axis, "as asked")
     source_fps = motion.fps
-    if source_fps is None:
+    if options.source_fps:
+        said = "states none" if source_fps is None else f"says {source_fps:g}"
+        notes.append(f"source rate {options.source_fps:g} fps as given (the file {said})")
+        source_fps = options.source_fps
+    elif source_fps is None:
         source_fps = scene_fps(scene)
         notes.append(f"the file has no frame rate: taken as the scene's {source_fps:g} fps")
     key_fps = source_fps if options.keep_source_rate else scene_fps(scene)

@@ -56,6 +56,9 @@ class SMPL_IK_OT_import_motion(bpy.types.Operator, ImportHelper):
     floor: EnumProperty(name="Floor", items=FLOOR_ITEMS, default="AUTO",
                         description="Put the clip's feet on the floor (the 3D cursor's height for a new body, the "
                                     "body's Floor Height for the active one)")
+    source_fps: FloatProperty(name="Source Rate", default=0.0, min=0.0, soft_max=240.0,
+                              description="The file's frame rate in frames per second, for a file that states a "
+                                          "wrong one (0: the rate the file states)")
     keep_source_rate: BoolProperty(name="Keep Source Rate", default=False,
                                    description="One key per frame of the file instead of keys at the scene's "
                                                "frame rate (the motion then plays faster or slower)")
@@ -66,7 +69,8 @@ class SMPL_IK_OT_import_motion(bpy.types.Operator, ImportHelper):
 
     def execute(self, context):
         options = ImportOptions(filepath=self.filepath, target=self.target, up_axis=self.up_axis, floor=self.floor,
-                                keep_source_rate=self.keep_source_rate, set_frame_range=self.set_frame_range,
+                                source_fps=self.source_fps, keep_source_rate=self.keep_source_rate,
+                                set_frame_range=self.set_frame_range,
                                 frame_start=(self.frame_start if self.properties.is_property_set("frame_start")
                                              else None))
         try:

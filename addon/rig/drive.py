@@ -52,9 +52,9 @@ def fit_and_drive(context, rig):
     if rig.smpl_ik_rig.proxy is not None and rig.smpl_ik_rig.proxy.users_scene:
         raise SmplIkError(f"{rig.name} is already driven by {rig.smpl_ik_rig.proxy.name}; "
                           "bake it with Transfer to Rig (removing the drive) or delete the proxy first")
-    names, parents, heads = rig_joints(rig)
+    names, parents, heads, deform = rig_joints(rig)
     body = load_body_model()
-    fit = fit_rig(names, parents, heads, body, mapping_overrides(rig), label=f"rig {rig.name!r}")
+    fit = fit_rig(names, parents, heads, body, mapping_overrides(rig), label=f"rig {rig.name!r}", deform=deform)
 
     proxy_world = _proxy_matrix(rig, fit)
     proxy = create_body(context, body, BodySpec(name=f"{rig.name} proxy", betas=fit.betas, rest_joints=fit.proxy_rest))

@@ -5,7 +5,8 @@ import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, IntProperty, PointerProperty, StringProperty
 
 from ...models.core.skeleton import JOINT_NAMES, parents_first
-from ...models.motion.mapping import auto_mapping
+from ...models.motion.mapping import build_mapping
+from ...models.motion.skeleton_shape import SkeletonShape
 from ..com import bridge
 from ..com.blender import object_properties_factory
 
@@ -24,7 +25,8 @@ class SmplIkRigProperties(bpy.types.PropertyGroup):
 
 
 def rig_joints(rig):
-    """(names, parents, heads (J, 3) in world units relative to the rig's origin, Blender axes)."""
+    """(names, parents, heads (J, 3) in world units relative to the rig's origin, Blender axes,
+    deform (J,) whether each bone deforms)."""
     bones = list(rig.data.bones)
     names = [b.name for b in bones]
     index = {n: i for i, n in enumerate(names)}
@@ -34,7 +36,7 @@ def rig_joints(rig):
     order = parents_first([index[b.parent.name] if b.parent else -1 for b in bones])
     new = {old: k for k, old in enumerate(order)}
     parents = [new[index[bones[i].parent.name]] if bones[i].parent else -1 for i in order]
-    return [names[i] for i in order], parents, heads[order]
+    return [names[i] for i in order], parents, heads[order], [bones[i].use_deform for i in order]
 
 
 def mapping_overrides(rig):
@@ -56,11 +58,15 @@ def fill_mapping(rig, bones):
 
 
 def auto_map(rig):
-    """Fill the rig's mapping list from its bone names; returns the joints left unmapped."""
-    names = [b.name for b in rig.data.bones]
-    found, _ = auto_mapping(names)
-    fill_mapping(rig, {joint: names[i] for joint, i in found.items()})
-    return [j for j in JOINT_NAMES if j not in found]
+    """Fill the rig's mapping list from its skeleton's structure (its bone names as hints).
+    Returns (the joints left unmapped, the joints mapped with confidence under a half).
+    Raises SmplIkError saying why a rig is no humanoid (the list is left as it was)."""
+    names, parents, heads, deform = rig_joints(rig)
+    mapping = build_mapping(names, f"rig {rig.name!r}", shape=SkeletonShape.of_rig(parents, heads, deform),
+                            hint="Fill the mapping in the SMPL-IK Rig panel by hand (each SMPL joint's bone)")
+    fill_mapping(rig, {joint: names[s] for joint, s in zip(JOINT_NAMES, mapping.source) if s is not None})
+    unsure = [r.joint for r in mapping.report if r.source and r.confidence < 0.5]
+    return [j for j, s in zip(JOINT_NAMES, mapping.source) if s is None], unsure
 
 
 classes = (SmplIkRigJoint, SmplIkRigProperties)

@@ -29,8 +29,9 @@ class SMPL_IK_OT_map_rig(RigOperator, bpy.types.Operator):
     def run(self, context, obj):
         if not is_custom_rig(obj):
             raise SmplIkError("select a humanoid armature (not an SMPL-IK body) to map")
-        missing = auto_map(obj)
-        return f"Mapped {24 - len(missing)} of 24 joints" + (f"; none for {', '.join(missing)}" if missing else "")
+        missing, unsure = auto_map(obj)
+        return (f"Mapped {24 - len(missing)} of 24 joints" + (f"; none for {', '.join(missing)}" if missing else "")
+                + (f"; check {', '.join(unsure)}" if unsure else ""))
 
 
 class SMPL_IK_OT_fit_rig(RigOperator, bpy.types.Operator):

@@ -7,6 +7,7 @@ goes on; outputs that exist already are kept and the job reported as skipped. Ou
 written to a temporary file beside the target and renamed, so a failure never leaves a
 half-written file.
 """
+import dataclasses
 import functools
 from concurrent.futures import ProcessPoolExecutor, as_completed
 import os
@@ -24,6 +25,8 @@ from .bvh import find_bvh_files, read_bvh, write_smpl_bvh
 from ..core.errors import SmplIkError
 from ..core.files import atomic_write
 from .mapping import build_mapping, load_overrides
+from .skeleton_shape import SkeletonShape
+from .rates import given_fps, rate_rules
 from .retarget import retarget
 from ..core.rotations import axis_angle_to_matrix
 
@@ -40,6 +43,7 @@ class RetargetJob:
     bvh_output: str = ""        # also write an SMPL-skeleton BVH here, optional
     overwrite: bool = False
     unit: str = ""              # the file's length unit (units.parse_unit); "" infers it
+    source_fps: float = 0.0     # the file's frame rate when its header's is wrong; 0: the header's
 
 
 @dataclass(frozen=True)
@@ -54,11 +58,14 @@ class JobResult:
     error: str = ""
     skipped: str = ""           # why the job did not run ("... exists"), "" when it ran
     frames: int = 0
-    fps: float = 0.0
+    fps: float = 0.0                    # the source's frame rate used: the given one, else the header's
+    fps_given: bool = False             # fps was given (RetargetJob.source_fps), not read from the header
+    header_fps: float = 0.0             # the rate the file's header states (0: not read)
     limb_error_deg: float = float("nan")
     seconds: float = 0.0
     convention: str = ""
     notes: tuple = field(default_factory=tuple)
+    mapping: tuple = field(default_factory=tuple)   # mapping.JointReport per SMPL joint
     unit: str = ""                      # the length unit used (inferred or given)
     body: dict = field(default_factory=dict)   # shape_fit.BodyCheck.report(): height, betas, ...
     warnings: tuple = field(default_factory=tuple)  # an implausible body: why (BodyCheck)
@@ -85,12 +92,16 @@ def save_npz_atomically(path, overwrite=False, **arrays):
 
 
 def retarget_source(job):
-    """(body, motion, mapping, Retarget) for a job's source file; raises SmplIkError."""
+    """(body, motion as read, mapping, Retarget) for a job's source file; the motion's fps is
+    its header's, the Retarget's the rate used: job.source_fps when given, which every output
+    then carries. Raises SmplIkError."""
     body = load_body_model(job.body or None)
     motion = read_bvh(job.source)
     overrides = load_overrides(job.mapping) if job.mapping else None
-    mapping = build_mapping(motion.skeleton.names, job.source, overrides, job.mapping)
-    return body, motion, mapping, retarget(motion, body, mapping, polish=job.polish,
+    mapping = build_mapping(motion.skeleton.names, job.source, overrides, job.mapping,
+                            shape=SkeletonShape.of_motion(motion), names_first=True)
+    timed = dataclasses.replace(motion, frame_time=1.0 / job.source_fps) if job.source_fps else motion
+    return body, motion, mapping, retarget(timed, body, mapping, polish=job.polish,
                                            length_unit=job.unit or None)
 
 
@@ -108,6 +119,7 @@ def dataset_clip(job, fps=None, skip_first=0):
     return {"poses": result.poses.reshape(len(result.poses), -1)[keep].astype(np.float32),
             "trans": result.trans[keep].astype(np.float32), "betas": result.betas.astype(np.float32),
             "frame": keep.astype(np.int32), "fps": result.fps / step, "source_fps": result.fps,
+            "fps_given": bool(job.source_fps),
             "limb_error_deg": result.mean_limb_error_deg, "warnings": result.check.warnings}
 
 
@@ -154,9 +166,11 @@ def run_job(job):
             except OSError as exc:
                 raise SmplIkError(f"cannot write {job.bvh_output}: {exc.strerror or exc}") from None
         return JobResult(source=job.source, output=str(out), ok=True, frames=t, fps=result.fps,
+                         fps_given=bool(job.source_fps), header_fps=motion.fps,
                          limb_error_deg=result.mean_limb_error_deg,
                          seconds=time.perf_counter() - start, convention=mapping.convention,
-                         notes=result.notes, unit=result.rig.unit_name, body=result.check.report(),
+                         notes=result.notes, mapping=mapping.report, unit=result.rig.unit_name,
+                         body=result.check.report(),
                          warnings=result.check.warnings)
     except Exception as exc:  # a job never raises
         return failed_job(job, exc, start)
@@ -291,10 +305,59 @@ def run_batch(jobs, failures, executor="local", scheduler=None, workers=1, work=
 def results_report(results):
     """A batch's JSON report: one entry per input file (its JobResult's fields)."""
     return {"files": [{"source": r.source, "output": r.output, "ok": r.ok, "error": r.error, "skipped": r.skipped,
-                       "frames": r.frames, "fps": r.fps, "unit": r.unit, "body": r.body,
-                       "warnings": list(r.warnings), "notes": list(r.notes),
+                       "frames": r.frames, "fps": r.fps, "fps_given": r.fps_given, "header_fps": r.header_fps,
+                       "unit": r.unit, "body": r.body,
+                       "warnings": list(r.warnings), "notes": list(r.notes), "convention": r.convention,
+                       "mapping": [{"joint": m.joint, "source": m.source or None, "how": m.how,
+                                    "confidence": m.confidence, "note": m.note} for m in r.mapping],
                        "limb_error_deg": None if r.limb_error_deg != r.limb_error_deg else round(r.limb_error_deg, 3)}
                       for r in results]}
+
+
+def rate_text(result):
+    """A JobResult's frame rate for a person: "120", or "60 (given; header says 120)"."""
+    def number(fps):
+        return f"{fps:.2f}".rstrip("0").rstrip(".")
+    if not result.fps_given:
+        return number(result.fps)
+    return f"{number(result.fps)} (given; header says {number(result.header_fps)})"
+
+
+def results_table(results):
+    """A batch's results for a person (scripts/retarget.py prints it): a row per file, its
+    frames, frame rate (rate_text), length unit, body figures, limb-direction error, seconds
+    and result (ok, WARNING, skipped or FAILED with the reason), then a line of totals."""
+    out = []
+    rows = [("file", "frames", "fps", "unit", "height m", "max |beta|", "length resid %",
+             "lean src/body deg", "limb err deg", "seconds", "result")]
+    for r in results:
+        name = Path(r.source).name if r.source else "?"
+        if r.ok:
+            b = r.body
+            lean = b["torso_lean_deg"]
+            rows.append((name, str(r.frames), rate_text(r), r.unit, f"{b['height_m']:.2f}",
+                         f"{b['max_abs_beta']:.1f}", f"{b['length_residual_pct']:.1f}",
+                         "/".join("-" if x is None else f"{x:.0f}" for x in (lean["source"], lean["body"])),
+                         f"{r.limb_error_deg:.2f}",
+                         f"{r.seconds:.2f}", "WARNING: " + "; ".join(r.warnings) if r.warnings else "ok"))
+        else:
+            rows.append((name,) + ("",) * 8 + (f"{r.seconds:.2f}", ("skipped: " + r.skipped) if r.skipped
+                                                else "FAILED: " + r.error))
+    widths = [max(len(row[k]) for row in rows) for k in range(10)]
+    for row in rows:
+        out.append("  ".join(c.ljust(w) for c, w in zip(row[:10], widths)) + "  " + row[10] + "\n")
+    ok = [r for r in results if r.ok]
+    frames = sum(r.frames for r in ok)
+    out.append(f"{len(ok)} of {len(results)} files retargeted, {frames} frames")
+    skipped = sum(bool(r.skipped) for r in results)
+    if skipped:
+        out.append(f", {skipped} skipped (their outputs exist; --overwrite replaces them)")
+    if ok:
+        out.append(f", mean limb-direction error {sum(r.limb_error_deg for r in ok) / len(ok):.2f} deg")
+        warned = sum(bool(r.warnings) for r in ok)
+        if warned:
+            out.append(f"; {warned} with warnings (implausible bodies: see the result column)")
+    return "".join(out) + "\n"
 
 
 # --- training sets -------------------------------------------------------------------------
@@ -303,12 +366,14 @@ def results_report(results):
 class Dataset:
     """A training set built from clips (build_dataset): arrays, the file's contents ({} when
     no clip could be retargeted); files, every clip found; failed, (file, error) of those
-    left out; warned, (file, warnings) of those kept with an implausible body."""
+    left out; warned, (file, warnings) of those kept with an implausible body; given, the
+    files kept at a frame rate given for them (not their header's)."""
 
     arrays: dict
     files: tuple
     failed: tuple
     warned: tuple
+    given: tuple = ()
 
     @property
     def clips(self):
@@ -322,11 +387,12 @@ class Dataset:
 
     def summary(self, out):
         a = self.arrays
-        return (f"{out}: {len(a['poses'])} frames from {self.clips} of {len(self.files)} clips, "
+        given = f" ({len(self.given)} at a given source frame rate)" if self.given else ""
+        return (f"{out}: {len(a['poses'])} frames from {self.clips} of {len(self.files)} clips{given}, "
                 f"mean limb-direction error {a['limb_error_deg'].mean():.2f} deg")
 
 
-def build_dataset(source, body="", mapping="", fps=None, skip_first=0, workers=1):
+def build_dataset(source, body="", mapping="", fps=None, skip_first=0, workers=1, *, source_fps=()):
     """Retarget every clip of `source` (a folder, searched recursively, a .bvh file or a glob:
     bvh.find_bvh_files) into one training set; a Dataset whose arrays hold, for N kept frames
     of C clips: poses (N, 72) axis-angle, SMPL joint order, and trans (N, 3) metres (float32:
@@ -334,12 +400,17 @@ def build_dataset(source, body="", mapping="", fps=None, skip_first=0, workers=1
     its source file (int32); betas (C, 10) each clip's fitted shape (float32); clips (C,)
     source paths below the folder; fps (C,) kept frame rate and source_fps (C,) (float64);
     limb_error_deg (C,) (float32); body_model. Frames from `skip_first` on are kept, every
-    k-th so the rate comes near `fps` (dataset_clip). SmplIkError when no clip is found."""
+    k-th so the rate comes near `fps` (dataset_clip). source_fps: frame rates for files whose
+    header states a wrong one, rules "[PATTERN=]RATE" (models.motion.rates; the first that
+    matches a file's name gives its rate, the others keep their header's), which source_fps
+    and fps then follow. SmplIkError when no clip is found or a rule is bad."""
+    rules = rate_rules(source_fps)
     search = find_bvh_files([source])
     if search.missing:
         raise SmplIkError(f"{source}: {search.missing[0][1]}")
     files = [f.path for f in search.found]
-    jobs = [RetargetJob(source=str(f), output="", body=body, mapping=mapping) for f in files]
+    jobs = [RetargetJob(source=str(f), output="", body=body, mapping=mapping, source_fps=given_fps(rules, f))
+            for f in files]
     clips = run_jobs(functools.partial(dataset_clip, fps=fps, skip_first=skip_first), jobs, workers)
     failed = tuple((f, c["error"]) for f, c in zip(files, clips) if "error" in c)
     warned = tuple((f, tuple(c["warnings"])) for f, c in zip(files, clips) if "error" not in c and c["warnings"])
@@ -360,4 +431,5 @@ def build_dataset(source, body="", mapping="", fps=None, skip_first=0, workers=1
             "limb_error_deg": np.array([c["limb_error_deg"] for _, c in good], np.float32),
             "body_model": np.array(body_name(body)),
         }
-    return Dataset(arrays=arrays, files=tuple(files), failed=failed, warned=warned)
+    given = tuple(found.path for found, c in good if c["fps_given"])
+    return Dataset(arrays=arrays, files=tuple(files), failed=failed, warned=warned, given=given)

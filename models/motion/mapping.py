@@ -15,11 +15,12 @@ corrective and IK helper bones (`DEF-upper_arm.L.001`, `upperarm_twist_01_l`,
 """
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import SmplIkError
 from ..core.skeleton import JOINT_INDEX, JOINT_NAMES
+from .structure import SIDE_SURE, find_structure
 
 # SMPL joints a retarget cannot do without; the others are explained when absent
 # (interpolated on the spine, following their parent at the hands, feet and head).
@@ -153,6 +154,13 @@ CONVENTIONS = {
         "{side}_shoulder": ["{l}shldrbend"], "{side}_elbow": ["{l}forearmbend"],
         "{side}_wrist": ["{l}hand"], "{side}_hand": ["{l}mid1"],
     }),
+    "daz_poser": _sided({
+        # Poser and older Daz figures, and the "Daz-friendly" BVH of the CMU database
+        "pelvis": ["hip"], "spine2": ["abdomen"], "spine3": ["chest"], "neck": ["neck"], "head": ["head"],
+        "{side}_hip": ["{l}thigh"], "{side}_knee": ["{l}shin"], "{side}_ankle": ["{l}foot"],
+        "{side}_collar": ["{l}collar"], "{side}_shoulder": ["{l}shldr"], "{side}_elbow": ["{l}forearm"],
+        "{side}_wrist": ["{l}hand"], "{side}_hand": ["{l}mid1"],
+    }),
     "makehuman": _sided({
         "pelvis": ["root"], "spine1": ["spine03"], "spine2": ["spine02"], "spine3": ["spine01"],
         "neck": ["neck01"], "head": ["head"],
@@ -237,16 +245,39 @@ def _match(table, index):
 
 
 @dataclass(frozen=True)
+class JointReport:
+    """How one SMPL joint was mapped: `how` is 'structure and name' (both agree),
+    'structure' (found from the skeleton's shape; `note` says where the names disagree),
+    'name' (the names settled what the shape could not), 'mapping' (an explicit mapping) or
+    'none'; confidence 0..1."""
+
+    joint: str
+    source: str
+    how: str
+    confidence: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class JointMapping:
-    """source[j]: index of the source joint at SMPL joint j, or None (explained in `notes`)."""
+    """source[j]: index of the source joint at SMPL joint j, or None (explained in `notes`).
+    report: one JointReport per SMPL joint (when the skeleton's shape was searched); fingers:
+    {'left'/'right': {finger: (source indices from the knuckle out)}}."""
 
     source: tuple
     convention: str
     notes: tuple   # one line per unmapped SMPL joint, saying how it is handled
+    report: tuple = ()
+    fingers: dict = field(default_factory=dict)
 
     @property
     def mapped(self):
         return tuple(s is not None for s in self.source)
+
+    def report_lines(self):
+        """One line per SMPL joint: joint, source joint, how found, confidence."""
+        return [f"{r.joint:>15} <- {r.source or '-':<28} {r.how:<19} {r.confidence:4.2f}"
+                + (f"  ({r.note})" if r.note else "") for r in self.report]
 
 
 def _explain(joint):
@@ -286,14 +317,35 @@ def auto_mapping(names):
 CLI_HINT = "Write a JSON mapping {\"smpl_joint\": \"source joint\"} and pass it with --mapping"
 
 
-def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_HINT):
+def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_HINT, shape=None,
+                  names_first=False):
     """Map source joint `names` to SMPL's joints.
 
+    shape: the skeleton's structure.SkeletonShape. With it the joints are found from the tree
+    and its geometry, names serving only where the geometry cannot tell left from right (and
+    as a second reading in the report); without it, from the names alone.
+    names_first: read the shape only when the names do not map every required joint (motion
+    files, until the networks are trained on structure-mapped data: docs/training_log.md,
+    "Mapping from structure").
     overrides: {smpl_joint: source_name or None} applied over the automatic mapping.
-    Raises SmplIkError listing the required SMPL joints that stay unmapped, ending with
-    `hint` (how to supply a mapping where the caller is).
+    Raises SmplIkError saying why a skeleton is no humanoid, or listing the required SMPL
+    joints that stay unmapped, ending with `hint` (how to supply a mapping where the caller is).
     """
-    found, convention = auto_mapping(names)
+    named, convention = auto_mapping(names)
+    found, how, confidence, notes, fingers = dict(named), {}, {}, {}, {}
+    if names_first and all(j in named for j in REQUIRED):
+        shape = None
+    if shape is not None:
+        try:
+            structure = find_structure(shape, path or "the skeleton")
+        except SmplIkError as exc:
+            if not overrides and any(j not in named for j in REQUIRED):
+                raise SmplIkError(f"{exc}. {hint}") from None
+            how = {j: "name" for j in named}
+            notes = {j: f"the skeleton's shape was not read: {str(exc).split(': ', 2)[-1]}" for j in named}
+        else:
+            found, how, confidence, notes, fingers = _with_names(structure, named, names)
+            convention = f"structure; names: {convention}" if named else "structure"
     if overrides:
         where = overrides_source or "mapping"
         unknown = [k for k in overrides if k not in JOINT_INDEX]
@@ -310,6 +362,7 @@ def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_
                 found.pop(k, None)
             else:
                 found[k] = by_name[v]
+            how[k], confidence[k], notes[k] = "mapping", 1.0, ""
         convention = (f"{convention} + "
                       + (Path(overrides_source).name if overrides_source.endswith('.json')
                          else overrides_source or 'overrides'))
@@ -320,8 +373,53 @@ def build_mapping(names, path="", overrides=None, overrides_source="", hint=CLI_
             f"{path}: not a humanoid skeleton this tool can map: no joints found for "
             f"{', '.join(absent)} (source joints: {sample}). {hint}")
     source = tuple(found.get(j) for j in JOINT_NAMES)
-    notes = tuple(_explain(j) for j, s in zip(JOINT_NAMES, source) if s is None)
-    return JointMapping(source=source, convention=convention, notes=notes)
+    explained = tuple(_explain(j) for j, s in zip(JOINT_NAMES, source) if s is None)
+    report = ()
+    if shape is not None:
+        report = tuple(JointReport(joint=j, source="" if s is None else names[s],
+                                   how=how.get(j, "none") if s is not None else "none",
+                                   confidence=float(confidence.get(j, 1.0 if s is not None else 0.0)),
+                                   note=notes.get(j, ""))
+                       for j, s in zip(JOINT_NAMES, source))
+    return JointMapping(source=source, convention=convention, notes=explained, report=report, fingers=fingers)
+
+
+def _with_names(structure, named, names):
+    """The structure's joints, with names settling a side the geometry could not: (found, how,
+    confidence, notes, fingers)."""
+    found = dict(structure.joints)
+    fingers = dict(structure.fingers)
+    how = {j: "structure" for j in found}
+    confidence = dict(structure.confidence)
+    notes = {}
+    for limbs, sided in (("legs", ("hip", "knee", "ankle", "foot")),
+                         ("arms", ("collar", "shoulder", "elbow", "wrist", "hand"))):
+        sure, left, right = structure.sides[limbs]
+        by_name_left = {named.get(f"left_{p}") for p in sided} - {None}
+        by_name_right = {named.get(f"right_{p}") for p in sided} - {None}
+        swapped = bool(by_name_left) and by_name_left <= set(right) and by_name_right <= set(left)
+        if sure < SIDE_SURE and swapped:   # the shape cannot tell: the names can
+            for p in sided:
+                a, b = found.pop(f"left_{p}", None), found.pop(f"right_{p}", None)
+                for j, v in ((f"left_{p}", b), (f"right_{p}", a)):
+                    if v is not None:
+                        found[j], how[j] = v, "name"
+                        notes[j] = "left and right from the names: the pose does not show which way the body faces"
+            if limbs == "arms":
+                fingers = {"left": structure.fingers.get("right", {}), "right": structure.fingers.get("left", {})}
+                fingers = {k: v for k, v in fingers.items() if v}
+        elif swapped:
+            for p in sided:
+                for side in ("left", "right"):
+                    if f"{side}_{p}" in found:
+                        notes[f"{side}_{p}"] = "the names say the other side; the body's facing decides"
+    for j, i in found.items():
+        if how[j] == "structure" and j not in notes:
+            if named.get(j) == i:
+                how[j] = "structure and name"
+            elif named.get(j) is not None:
+                notes[j] = f"the names say {names[named[j]]!r}"
+    return found, how, confidence, notes, fingers
 
 
 def load_overrides(path):

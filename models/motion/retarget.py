@@ -17,6 +17,7 @@ from ..core.metrics import angle_deg
 from ..core.rotations import axis_angle_to_matrix, kabsch, matrix_to_axis_angle, shortest_arc, unit
 from ..core.skeleton import CHILDREN, JOINT_INDEX, JOINT_NAMES, LEAF_DIRECTION, NUM_JOINTS, PARENTS
 from .mapping import build_mapping
+from .skeleton_shape import SkeletonShape
 from .shape_fit import BodyCheck, ShapeFit, check_body, fit_shape, torso_lean_deg
 from .source_rig import (SourceRig, chain_fractions, resample_trunk, smpl_positions, source_rig,
                          trunk_path)
@@ -142,7 +143,7 @@ def retarget(motion, body, mapping=None, betas=None, polish=True, length_unit=No
     `units.parse_unit` name or number), or None to infer it. SmplIkError when the skeleton
     cannot be mapped or its shape fitted."""
     sk = motion.skeleton
-    mapping = mapping or build_mapping(sk.names, motion.path)
+    mapping = mapping or build_mapping(sk.names, motion.path, shape=SkeletonShape.of_motion(motion), names_first=True)
     fk = motion.forward()
     rig = source_rig(sk, mapping, body, fk.positions, length_unit)
     c = rig.to_smpl

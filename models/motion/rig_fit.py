@@ -19,6 +19,7 @@ from ..core.kinematics import analytic_rotations, forward_kinematics
 from ..core.rotations import nearest_rotation
 from .mapping import JointMapping, build_mapping
 from .shape_fit import ShapeFit, fit_shape
+from .skeleton_shape import SkeletonShape
 from .source_rig import chain_fractions, smpl_positions, source_rig
 from ..core.skeleton import JOINT_NAMES, NUM_JOINTS, PARENTS
 
@@ -77,13 +78,14 @@ def bones_between(parents, source):
     return tuple(sorted(found.items()))
 
 
-def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
+def fit_rig(names, parents, heads, body, overrides=None, label="the rig", deform=None):
     """Fit an SMPL proxy to a rig.
 
     names (J,), parents (J,) (parents[j] < j, -1 for roots), heads (J, 3): the rig's joints
     at rest, in its world frame and units, relative to its origin. overrides: {smpl_joint:
-    rig bone name or None} over the automatic mapping. Raises SmplIkError naming what is
-    missing when the rig is not a humanoid this can map.
+    rig bone name or None} over the automatic mapping (found from the rig's structure);
+    deform (J,): its deforming bones, the skeleton that mapping reads (None: every bone).
+    Raises SmplIkError naming what is missing when the rig is not a humanoid this can map.
     """
     names = tuple(names)
     heads = np.asarray(heads, dtype=np.float64)
@@ -93,7 +95,8 @@ def fit_rig(names, parents, heads, body, overrides=None, label="the rig"):
         raise SmplIkError(f"{label}: has {len(names)} bone(s); a humanoid needs legs, a spine and arms")
     parents = tuple(int(p) for p in parents)
     mapping = build_mapping(names, label, overrides, overrides_source="the rig's mapping" if overrides else "",
-                            hint="Fix the mapping in the SMPL-IK Rig panel (each SMPL joint's bone)")
+                            hint="Fix the mapping in the SMPL-IK Rig panel (each SMPL joint's bone)",
+                            shape=SkeletonShape.of_rig(parents, heads, deform))
     seen = {}
     for joint, s in zip(JOINT_NAMES, mapping.source):
         if s is not None and s in seen:

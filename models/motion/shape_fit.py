@@ -15,7 +15,8 @@ from ..core.errors import SmplIkError
 from ..core.metrics import angle_deg
 from ..core.skeleton import JOINT_INDEX, NUM_JOINTS
 from .mapping import build_mapping
-from .source_rig import smpl_positions, source_rig, torso_axes
+from .source_rig import smpl_positions, source_rig, torso_axes, zero_pose_positions
+from .skeleton_shape import SkeletonShape
 from .units import ADULT_HEIGHT_M
 
 # |beta| the shape fit may use (docs/training_log.md, "Retargeting limits").
@@ -171,7 +172,9 @@ def invert_shape(skeleton, body, mapping=None, length_unit=None):
     """Shape inversion for a skeleton whose OFFSET pose is its rest: (ShapeFit, SourceRig).
     For a motion file, whose zero pose may not be a rest pose, `retarget` finds the reference
     in the motion itself."""
-    mapping = mapping or build_mapping(skeleton.names)
+    mapping = mapping or build_mapping(skeleton.names, shape=SkeletonShape(
+        parents=tuple(skeleton.parents), poses=zero_pose_positions(skeleton.parents, skeleton.offsets)[None],
+        end_site=tuple(skeleton.end_site)), names_first=True)
     rig = source_rig(skeleton, mapping, body, length_unit=length_unit)
     return fit_shape(body, smpl_positions(rig.ref_positions, mapping, {})), rig
 

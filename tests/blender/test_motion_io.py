@@ -216,6 +216,26 @@ def test_60_fps_at_25_slerps_between_source_frames(tmp_path):
         assert np.abs(pelvis - rest_pelvis(arm) - expected_trans).max() < POS_TOL
 
 
+def test_a_source_rate_overrides_a_files_wrong_one_and_the_report_says_so(tmp_path, capfd):
+    """A file that says 120 fps of motion captured at 60 (as the aclstm salsa clips): with
+    Source Rate 60 its 121 frames last 2 s, keyed at 30 fps as every 2nd frame (at the file's
+    120 they would be 1 s, every 4th frame)."""
+    rng = np.random.default_rng(14)
+    poses, trans = write_clip(tmp_path / "salsa.npz", rng, 121, 120)
+    set_fps(30)
+    capfd.readouterr()
+    arm = imported(tmp_path / "salsa.npz", source_fps=60.0, floor="OFF")
+    assert keyed_frames(arm) == (1, 61)
+    for k in (0, 1, 17, 60):
+        local, pelvis = bones_as_smpl(arm, k + 1)
+        assert geodesic_angle(local, axis_angle_to_matrix(poses[2 * k].reshape(24, 3))).max() < ROT_TOL
+        assert np.abs(pelvis - rest_pelvis(arm) - trans[2 * k]).max() < POS_TOL
+    said = capfd.readouterr().out
+    assert "121 frames at 60 fps as 61 keys at 30 fps" in said
+    assert "source rate 60 fps as given (the file says 120)" in said
+    assert keyed_frames(imported(tmp_path / "salsa.npz", floor="OFF")) == (1, 31)   # 0: the file's own rate
+
+
 @pytest.mark.parametrize("width", [156, 165])
 def test_smplh_and_smplx_files_import_their_22_body_joints(tmp_path, width):
     rng = np.random.default_rng(width)

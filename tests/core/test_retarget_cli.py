@@ -46,6 +46,11 @@ def clips(tmp_path_factory):
     (bad / "short_line.bvh").write_text("\n".join(lines[:-1] + [lines[-1].rsplit(" ", 1)[0]]) + "\n")
     (bad / "nan.bvh").write_text(text.replace(lines[-2], "nan " + lines[-2].split(" ", 1)[1]))
     (bad / "dragon.bvh").write_text(text.replace("left_", "wing_l_").replace("right_", "wing_r_"))
+    fingers = "".join(f"  JOINT f{k}\n  {{\n    OFFSET 4 {k - 2} 0\n    CHANNELS 3 Zrotation Xrotation Yrotation\n"
+                      f"    End Site\n    {{\n      OFFSET 3 0 0\n    }}\n  }}\n" for k in range(5))
+    (bad / "hand.bvh").write_text("HIERARCHY\nROOT wrist\n{\n  OFFSET 0 0 0\n  CHANNELS 6 Xposition Yposition "
+                                  "Zposition Zrotation Xrotation Yrotation\n" + fingers + "}\nMOTION\nFrames: 2\n"
+                                  "Frame Time: 0.0333333\n" + ("0 " * 21 + "\n") * 2)
     return good, bad
 
 
@@ -113,10 +118,11 @@ def test_bad_files_fail_alone_and_leave_nothing(clips, tmp_path):
     assert "truncated.bvh" in report and "truncated: the header says 12 frames" in report
     assert "short_line.bvh:" in report and "expected 75 channel values, found 74" in report
     assert "nan.bvh:" in report and "pelvis Xposition is nan in frame 10" in report
-    assert "dragon.bvh: not a humanoid skeleton" in report and "left_hip" in report
+    assert "hand.bvh: not a humanoid skeleton: no legs found" in report and "hand-only" in report
     assert "missing.bvh" in report and "no such file or folder" in report
-    assert "1 of 6 files retargeted" in report
-    assert sorted(p.name for p in out.iterdir()) == ["walk.npz"]  # no partial files
+    # a humanoid whose joints have names no table knows maps from its structure
+    assert "2 of 7 files retargeted" in report
+    assert sorted(p.name for p in out.iterdir()) == ["dragon.npz", "walk.npz"]  # no partial files
 
 
 def test_never_overwrites_without_flag(clips, tmp_path):
@@ -194,9 +200,77 @@ def test_build_dataset(clips, tmp_path):
     assert run("build_dataset.py", good, "--out", out).returncode != 0  # exists, no --overwrite
 
 
+@pytest.fixture(scope="module")
+def lying_headers(tmp_path_factory):
+    """Two clips whose headers say 120 fps (Frame Time 0.00833333), as aclstm's do: salsa_01
+    was really captured at 60, martial_03 at 120."""
+    folder = tmp_path_factory.mktemp("lying")
+    body = load_body_model()
+    rng = np.random.default_rng(9)
+    for name in ("salsa_01", "martial_03"):
+        rot = axis_angle_to_matrix(rng.normal(scale=0.2, size=(12, 24, 3)))
+        trans = np.cumsum(rng.normal(scale=0.01, size=(12, 3)), axis=0)
+        write_smpl_bvh(folder / f"{name}.bvh", rot, trans, body.rest_joints(np.zeros(10)), 120.0)
+    assert "Frame Time: 0.00833333" in (folder / "salsa_01.bvh").read_text()
+    return folder
+
+
+def table_line(stdout, name):
+    return next(line for line in stdout.splitlines() if line.startswith(name))
+
+
+def test_fps_patterns_give_the_rate_of_the_files_whose_header_lies(lying_headers, tmp_path):
+    out = tmp_path / "out"
+    r = run("retarget.py", lying_headers, "--out", out, "--fps", "salsa_*=60", "--fps", "indian_*=24",
+            "--bvh-out", "--report", tmp_path / "report.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "60 (given; header says 120)" in table_line(r.stdout, "salsa_01.bvh")
+    martial = table_line(r.stdout, "martial_03.bvh")      # no pattern matches it: its header's rate
+    assert "  120  " in martial and "given" not in martial
+    for name, fps in (("salsa_01", 60.0), ("martial_03", 120.0)):
+        d = np.load(out / f"{name}.npz")
+        assert float(d["mocap_framerate"]) == pytest.approx(fps, rel=1e-4)
+        assert float(d["mocap_frame_rate"]) == pytest.approx(fps, rel=1e-4)
+        assert read_bvh(out / f"{name}_smpl.bvh").fps == pytest.approx(fps, rel=1e-4)
+    files = {Path(f["source"]).name: f for f in json.loads((tmp_path / "report.json").read_text())["files"]}
+    salsa, martial = files["salsa_01.bvh"], files["martial_03.bvh"]
+    assert salsa["fps"] == 60.0 and salsa["fps_given"] and salsa["header_fps"] == pytest.approx(120.0, rel=1e-4)
+    assert martial["fps"] == pytest.approx(120.0, rel=1e-4) and not martial["fps_given"]
+    # a plain rate is every file's; the first rule that matches wins
+    r = run("retarget.py", lying_headers, "--out", out, "--fps", "martial_*=120", "--fps", "60", "--overwrite")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "120 (given; header says 120)" in table_line(r.stdout, "martial_03.bvh")
+    assert float(np.load(out / "salsa_01.npz")["mocap_framerate"]) == 60.0
+
+
+@pytest.mark.parametrize("value,said", [("sixty", "the rate 'sixty' is not a number"),
+                                        ("salsa_*=0", "must be a positive, finite number"),
+                                        ("-30", "must be a positive, finite number"),
+                                        ("inf", "not inf"), ("nan", "not nan"),
+                                        ("=60", "no file name pattern")])
+def test_a_bad_fps_is_refused_naming_it(value, said):
+    r = run("retarget.py", "x.bvh", "--out", "o", "--fps", value)
+    assert r.returncode == 2 and f"--fps '{value}'" in r.stderr and said in r.stderr, r.stderr
+
+
+def test_build_dataset_source_fps_sets_the_source_rate_before_down_sampling(lying_headers, tmp_path):
+    out = tmp_path / "set.npz"
+    r = run("build_dataset.py", lying_headers, "--out", out, "--source-fps", "salsa_*=60", "--fps", "30")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 of 2 clips (1 at a given source frame rate)" in r.stdout
+    d = np.load(out)
+    assert list(d["clips"]) == ["martial_03.bvh", "salsa_01.bvh"]
+    assert np.allclose(d["source_fps"], [120.0, 60.0], rtol=1e-4) and np.allclose(d["fps"], 30.0, rtol=1e-4)
+    assert list(d["frame"][d["clip"] == 0]) == [0, 4, 8] and list(d["frame"][d["clip"] == 1]) == [0, 2, 4, 6, 8, 10]
+    r = run("build_dataset.py", lying_headers, "--out", tmp_path / "b.npz", "--source-fps", "salsa_*=")
+    assert r.returncode == 2 and "--source-fps 'salsa_*='" in r.stderr and "is not a number" in r.stderr
+
+
 def test_help_is_true():
     r = run("retarget.py", "--help")
     assert r.returncode == 0
     for flag in ("--out", "--body", "--mapping", "--bvh-out", "--overwrite", "--jobs", "--executor", "--scheduler",
-                 "--unit", "--report"):
+                 "--unit", "--report", "--fps"):
         assert flag in r.stdout
+    r = run("build_dataset.py", "--help")
+    assert r.returncode == 0 and "--source-fps [PATTERN=]RATE" in r.stdout and "down-sample" in r.stdout
