@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import SmplIkError
+from ..core.metrics import angle_deg
+from ..core.rotations import unit
 from .fingers import finger_chains
 
 # SMPL's proportions (its neutral rest skeleton, metres), as ratios within a chain.
@@ -146,17 +148,6 @@ class _Tree:
         return not self.end[j]
 
 
-def _unit(v):
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.where(n > 0, n, 1.0)
-
-
-def _angle_deg(a, b):   # between vectors (..., 3), degrees; 0 where either is zero
-    ok = (np.linalg.norm(a, axis=-1) > 0) & (np.linalg.norm(b, axis=-1) > 0)
-    c = np.clip(np.sum(_unit(a) * _unit(b), axis=-1), -1, 1)
-    return np.where(ok, np.degrees(np.arccos(c)), 0.0)
-
-
 class _Search:
     def __init__(self, shape, label, drop_satellites=False):
         self.t = _Tree(shape, drop_satellites)
@@ -217,7 +208,7 @@ class _Search:
         a = path[i]
         for b in path[i + 1:]:
             if self.length(a, b) > self.t.eps:
-                return float(np.median(_angle_deg(self.seg_vec(a, b), self.seg_vec(a, target))))
+                return float(np.median(zero_angle_deg(self.seg_vec(a, b), self.seg_vec(a, target))))
         return 0.0
 
     def bends(self, path, i):
@@ -227,7 +218,7 @@ class _Search:
         a, j, b = path[i - 1], path[i], path[i + 1]
         if self.length(a, j) <= self.t.eps or self.length(j, b) <= self.t.eps:
             return 0.0
-        return float(np.max(_angle_deg(self.seg_vec(a, j), self.seg_vec(j, b))))
+        return float(np.max(zero_angle_deg(self.seg_vec(a, j), self.seg_vec(j, b))))
 
     def limb(self, start, path, ratio, tail_limit, must_hold=()):
         """Choose (top, middle, end) on a limb path: the two segments closest to `ratio` (upper
@@ -283,6 +274,10 @@ class _Search:
                 continue   # a straight helper partway along the bone
             return j
         return None
+
+
+def zero_angle_deg(a, b):   # core.metrics.angle_deg, 0 (not NaN) where a vector is zero
+    return np.nan_to_num(angle_deg(a, b))
 
 
 def _confidence(cost, runner):   # 0..1: how clearly the best choice beat the next one
@@ -369,7 +364,7 @@ def _find_from(s, tips):
     left_of = _facing(s, pelvis, chest, legs)
     for name, limbs, key in (("legs", legs, "hip"), ("arms", arms, "shoulder")):
         a, b = limbs
-        vote = np.einsum("fi,fi->f", _unit(s.p[:, a[key]] - s.p[:, b[key]]), left_of)
+        vote = np.einsum("fi,fi->f", unit(s.p[:, a[key]] - s.p[:, b[key]]), left_of)
         vote = vote[np.isfinite(vote)]
         sure = float(np.clip(abs(np.median(vote)) / 0.5, 0, 1) * np.mean(np.sign(vote) == np.sign(np.median(vote))))\
             if len(vote) else 0.0
@@ -398,7 +393,7 @@ def _check_stance(s, pelvis, chest, legs):
     """Refuse a body whose legs do not point away from its spine (a four-legged stance)."""
     up = s.p[:, chest] - s.p[:, pelvis]
     down = sum(s.p[:, leg["low"]] - s.p[:, leg["hip"]] for leg in legs)
-    angle = float(np.median(_angle_deg(up, down)))
+    angle = float(np.median(zero_angle_deg(up, down)))
     if angle < QUADRUPED_DEG:
         s.refuse(f"its legs stand at {angle:.0f} degrees to its spine, where a standing body's point away "
                  f"from it (over {QUADRUPED_DEG:.0f}): a four-legged skeleton?")
@@ -486,7 +481,7 @@ def _neck_and_head(s, pelvis, chest, arms, joints, conf, total):
 def _facing(s, pelvis, chest, legs):
     """(F, 3) the body's left in each pose: up the spine crossed with forward (toes, knees);
     NaN in a pose that shows no forward."""
-    up = _unit(s.p[:, chest] - s.p[:, pelvis])
+    up = unit(s.p[:, chest] - s.p[:, pelvis])
     forward = np.zeros_like(up)
     for leg in legs:
         cues = [s.p[:, leg["tip"]] - s.p[:, leg["low"]]]   # the toes
@@ -497,4 +492,4 @@ def _facing(s, pelvis, chest, legs):
             forward += cue
     size = np.linalg.norm(forward, axis=-1, keepdims=True)
     forward = np.where(size > 1e-3 * s.t.size, forward / np.where(size > 0, size, 1), np.nan)
-    return _unit(np.cross(up, forward))
+    return unit(np.cross(up, forward))
